@@ -1,0 +1,107 @@
+"""The HTTP event vocabulary, shared by every HTTP version.
+
+HTTP/1.1 numbers the messages of a connection (``stream`` 0, 1, 2... in request order, a
+response taking the number of the request it answers); HTTP/2 uses its stream ids. Above
+``http/`` nothing needs to know which version produced an event.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from agentshark.model import Headers
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RequestHeaders:
+    stream: int
+    method: str
+    target: str
+    version: str
+    headers: Headers
+    ts: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InformationalResponse:
+    """A 1xx response head other than 101 Switching Protocols."""
+
+    stream: int
+    status: int
+    reason: str
+    headers: Headers
+    ts: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResponseHeaders:
+    stream: int
+    status: int
+    reason: str
+    version: str
+    headers: Headers
+    ts: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BodyData:
+    """Body bytes of the request (``response`` False) or response, framing removed."""
+
+    stream: int
+    response: bool
+    data: bytes
+    ts: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BodyGap:
+    """``size`` bytes of a body were never captured."""
+
+    stream: int
+    response: bool
+    size: int
+    ts: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MessageEnded:
+    """The end of a request or response. ``complete`` False: it ended without its framing's
+    end (connection closed early, reset, gap), so the body may be cut short."""
+
+    stream: int
+    response: bool
+    ts: float
+    complete: bool
+    trailers: Headers
+    transfer_bytes: int | None = None  # body bytes on the wire including chunk framing
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProtocolSwitched:
+    """A 101 response (or an accepted CONNECT): the bytes after it are another protocol."""
+
+    stream: int
+    protocol: str  # lowercased Upgrade token, or "tunnel" for CONNECT
+    ts: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ParseError:
+    """The bytes stopped being HTTP; the parser skips to the next message start, if any."""
+
+    response: bool
+    message: str
+    offset: int  # byte offset in the direction's stream
+    ts: float
+
+
+HttpEvent = (
+    RequestHeaders
+    | InformationalResponse
+    | ResponseHeaders
+    | BodyData
+    | BodyGap
+    | MessageEnded
+    | ProtocolSwitched
+    | ParseError
+)

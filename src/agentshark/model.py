@@ -1,0 +1,136 @@
+"""The normalized types every stage after ``http`` works with.
+
+An :class:`Exchange` is one HTTP request with its response, whatever carried it (HTTP/1.1 or
+HTTP/2 on a captured connection, a HAR entry, a VCR interaction). Bodies keep the bytes as
+they arrived, piece by piece with arrival times, after transfer framing (chunked, DATA frames)
+is removed and before content coding (gzip, br...) is undone; ``http.content`` decodes them on
+demand.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from agentshark.errors import Diagnostic
+
+Headers = list[tuple[str, str]]
+SourceFormat = Literal["pcap", "pcapng", "har", "vcr"]
+
+
+def header(headers: Headers, name: str) -> str | None:
+    """The first value of header ``name`` (case-insensitive), or None."""
+    lname = name.lower()
+    for k, v in headers:
+        if k.lower() == lname:
+            return v
+    return None
+
+
+def header_values(headers: Headers, name: str) -> list[str]:
+    lname = name.lower()
+    return [v for k, v in headers if k.lower() == lname]
+
+
+@dataclass(slots=True, kw_only=True)
+class Body:
+    """A message body as it crossed the wire, minus transfer framing.
+
+    ``pieces`` are (arrival time, bytes) in order. ``gap_bytes`` counts bytes lost to capture
+    gaps inside the body. ``content_decoded`` says whether the source already undid the
+    ``Content-Encoding``: False for bytes off the wire (decode as declared, a mismatch is a
+    diagnostic), True when the source did (a HAR file's ``content.text``), None when it is
+    unknown (VCR cassettes that keep the header over a decoded body: decode only bytes that
+    really are encoded). ``transfer_bytes`` is the size on the wire including chunk framing,
+    when known.
+    """
+
+    pieces: list[tuple[float, bytes]] = field(default_factory=list)
+    size: int = 0
+    gap_bytes: int = 0
+    transfer_bytes: int | None = None
+    content_decoded: bool | None = False
+
+    def append(self, ts: float, data: bytes) -> None:
+        if data:
+            self.pieces.append((ts, data))
+            self.size += len(data)
+
+    def data(self) -> bytes:
+        if len(self.pieces) == 1:
+            return self.pieces[0][1]
+        return b"".join(p for _, p in self.pieces)
+
+
+@dataclass(slots=True, kw_only=True)
+class Interim:
+    """A 1xx informational response (100 Continue, 103 Early Hints...)."""
+
+    status: int
+    reason: str
+    headers: Headers
+    ts: float | None
+
+
+@dataclass(slots=True, kw_only=True)
+class Request:
+    method: str
+    target: str  # as sent: origin-form path?query, absolute-form, authority-form or '*'
+    url: str  # absolute URL: scheme and authority from Host / :authority / the source
+    version: str  # "HTTP/1.1", "HTTP/2"...
+    headers: Headers
+    body: Body
+    started: float | None  # first byte of the request head
+    ended: float | None  # last byte of the request body
+    trailers: Headers = field(default_factory=list)
+    complete: bool = False
+
+
+@dataclass(slots=True, kw_only=True)
+class Response:
+    status: int
+    reason: str
+    version: str
+    headers: Headers
+    body: Body
+    started: float | None  # first byte of the final response head
+    ended: float | None
+    trailers: Headers = field(default_factory=list)
+    interim: list[Interim] = field(default_factory=list)
+    complete: bool = False
+
+
+@dataclass(slots=True, kw_only=True)
+class Exchange:
+    """One request and its response (None when the capture holds no response).
+
+    ``request`` is None only when a response was captured without its request (a capture
+    that starts mid-connection). ``complete`` is True only when both messages were seen
+    whole, with their framing's end and no gap.
+    """
+
+    id: str
+    source: int  # index into the report's sources
+    connection: str | None
+    transport: str  # "http/1.1", "h2", ...
+    request: Request | None
+    response: Response | None
+    tls: dict[str, object] | None = None
+    upgrade: str | None = None  # protocol switched to by a 101 response ("websocket", "h2c")
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    extras: dict[str, object] = field(default_factory=dict)  # source-specific data kept raw
+
+    @property
+    def complete(self) -> bool:
+        return (
+            self.request is not None
+            and self.request.complete
+            and self.response is not None
+            and self.response.complete
+        )
+
+    @property
+    def started(self) -> float | None:
+        if self.request is not None and self.request.started is not None:
+            return self.request.started
+        return self.response.started if self.response is not None else None

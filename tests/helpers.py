@@ -1,0 +1,66 @@
+"""Shared test helpers: feeding decoders three ways, and where the shared data lives."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared"
+CORPUS = SHARED / "corpus"
+CAPTURES = SHARED / "captures"
+
+
+class IncrementalDecoder(Protocol):
+    def feed(self, data: bytes, ts: float) -> Sequence[Any]: ...
+
+    def close(self, ts: float) -> Sequence[Any]: ...
+
+
+def feed_whole(make: Callable[[], IncrementalDecoder], data: bytes) -> list[Any]:
+    d = make()
+    return [*d.feed(data, 1.0), *d.close(2.0)]
+
+
+def feed_bytewise(make: Callable[[], IncrementalDecoder], data: bytes) -> list[Any]:
+    d = make()
+    out: list[Any] = []
+    for i in range(len(data)):
+        out.extend(d.feed(data[i : i + 1], 1.0))
+    out.extend(d.close(2.0))
+    return out
+
+
+def feed_three_ways(
+    make: Callable[[], IncrementalDecoder],
+    data: bytes,
+    *,
+    trailing: bytes = b"",
+    normalize: Callable[[Any], Any] = lambda e: e,
+) -> list[Any]:
+    """Feed ``data`` whole, one byte at a time, and followed by ``trailing`` bytes.
+
+    Whole and byte-by-byte must give the same events (timestamps aside: pass a
+    ``normalize`` that drops them if the decoder stamps events). With trailing bytes, the
+    events of ``data`` must come first, unchanged. Returns the events of the whole feed.
+    """
+    whole = [normalize(e) for e in feed_whole(make, data)]
+    bytewise = [normalize(e) for e in feed_bytewise(make, data)]
+    assert whole == bytewise, "byte-by-byte feeding changed the events"
+    if trailing:
+        d = make()
+        with_trailing = [normalize(e) for e in d.feed(data, 1.0)]
+        with_trailing += [normalize(e) for e in d.feed(trailing, 1.0)]
+        with_trailing += [normalize(e) for e in d.close(2.0)]
+        complete = [e for e in whole if not _is_end_artifact(e)]
+        assert with_trailing[: len(complete)] == complete, "trailing bytes changed earlier events"
+    return whole
+
+
+def _is_end_artifact(event: Any) -> bool:
+    """Events produced only because the input stopped (a truncation diagnostic, a partial
+    event): they may legitimately change when more bytes follow."""
+    from agentshark.errors import Diagnostic
+
+    return isinstance(event, Diagnostic) or getattr(event, "complete", True) is False
