@@ -1,0 +1,211 @@
+"""HTTP events of one connection -> :class:`agentshark.model.Exchange` objects.
+
+The assembler keeps the open messages of one connection by stream number and hands out an
+exchange as soon as both its messages have ended, so finished exchanges leave memory while
+the connection goes on. ``close`` hands out whatever is left, marked incomplete.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import assert_never
+
+from agentshark.errors import Diagnostic
+from agentshark.http.events import (
+    BodyData,
+    BodyGap,
+    HttpEvent,
+    InformationalResponse,
+    MessageEnded,
+    ParseError,
+    ProtocolSwitched,
+    RequestHeaders,
+    ResponseHeaders,
+)
+from agentshark.model import Body, Exchange, Interim, Request, Response, header
+
+
+@dataclass(slots=True)
+class _Open:
+    request: Request | None = None
+    response: Response | None = None
+    request_done: bool = False
+    response_done: bool = False
+    upgrade: str | None = None
+    interim: list[Interim] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+
+class ExchangeAssembler:
+    """Builds the exchanges of one connection from its HTTP events."""
+
+    def __init__(
+        self,
+        *,
+        source: int,
+        connection: str | None,
+        transport: str,
+        scheme: str,
+        server: str,
+        next_id: Callable[[], str],
+        location: str = "",
+    ) -> None:
+        self._source = source
+        self._connection = connection
+        self._transport = transport
+        self._scheme = scheme
+        self._server = server  # "host:port" of the server, for URLs without a Host header
+        self._next_id = next_id
+        self._location = location
+        self._open: dict[int, _Open] = {}
+        self.diagnostics: list[Diagnostic] = []  # problems not tied to one exchange
+
+    def handle(self, events: Iterable[HttpEvent]) -> list[Exchange]:
+        done: list[Exchange] = []
+        for ev in events:
+            if isinstance(ev, BodyData):
+                o = self._open.get(ev.stream)
+                msg = None if o is None else (o.response if ev.response else o.request)
+                if msg is not None:
+                    msg.body.append(ev.ts, ev.data)
+            elif isinstance(ev, RequestHeaders):
+                self._on_request(ev)
+            elif isinstance(ev, ResponseHeaders):
+                self._on_response(ev)
+            elif isinstance(ev, MessageEnded):
+                self._on_end(ev, done)
+            elif isinstance(ev, BodyGap):
+                o = self._open.get(ev.stream)
+                msg = None if o is None else (o.response if ev.response else o.request)
+                if msg is not None:
+                    msg.body.gap_bytes += ev.size
+                    if o is not None:
+                        o.diagnostics.append(
+                            Diagnostic(
+                                code="http.body_gap",
+                                message=f"{ev.size} bytes of the "
+                                f"{'response' if ev.response else 'request'} body were not "
+                                "captured",
+                                location=self._location,
+                            )
+                        )
+            elif isinstance(ev, InformationalResponse):
+                o = self._open.setdefault(ev.stream, _Open())
+                o.interim.append(
+                    Interim(status=ev.status, reason=ev.reason, headers=ev.headers, ts=ev.ts)
+                )
+            elif isinstance(ev, ProtocolSwitched):
+                o = self._open.get(ev.stream)
+                if o is not None:
+                    o.upgrade = ev.protocol
+            elif isinstance(ev, ParseError):
+                self.diagnostics.append(
+                    Diagnostic(
+                        code="http.parse_error",
+                        message=ev.message,
+                        location=f"{self._location} "
+                        f"{'server' if ev.response else 'client'} byte {ev.offset}",
+                    )
+                )
+            else:
+                assert_never(ev)
+        return done
+
+    def close(self) -> list[Exchange]:
+        """The connection is over: every exchange still open is handed out as it is."""
+        done: list[Exchange] = []
+        for stream in sorted(self._open, key=lambda s: (s < 0, abs(s))):
+            done.extend(self._finish(stream, force=True))
+        return done
+
+    # -- events ---------------------------------------------------------------------------
+
+    def _on_request(self, ev: RequestHeaders) -> None:
+        o = self._open.setdefault(ev.stream, _Open())
+        o.request = Request(
+            method=ev.method,
+            target=ev.target,
+            url=self._url(ev.target, ev.headers),
+            version=ev.version,
+            headers=ev.headers,
+            body=Body(),
+            started=ev.ts,
+            ended=None,
+        )
+
+    def _on_response(self, ev: ResponseHeaders) -> None:
+        o = self._open.setdefault(ev.stream, _Open())
+        o.response = Response(
+            status=ev.status,
+            reason=ev.reason,
+            version=ev.version,
+            headers=ev.headers,
+            body=Body(),
+            started=ev.ts,
+            ended=None,
+            interim=o.interim,
+        )
+
+    def _on_end(self, ev: MessageEnded, done: list[Exchange]) -> None:
+        o = self._open.get(ev.stream)
+        if o is None:
+            return
+        msg = o.response if ev.response else o.request
+        if msg is None:
+            return
+        msg.ended = ev.ts
+        msg.complete = ev.complete and msg.body.gap_bytes == 0
+        msg.trailers = ev.trailers
+        if ev.transfer_bytes is not None:
+            msg.body.transfer_bytes = ev.transfer_bytes
+        if ev.response:
+            o.response_done = True
+        else:
+            o.request_done = True
+        if (o.request_done and o.response_done) or (ev.response and o.request is None):
+            done.extend(self._finish(ev.stream, force=False))
+
+    def _finish(self, stream: int, *, force: bool) -> list[Exchange]:
+        o = self._open.pop(stream, None)
+        if o is None:
+            return []
+        if o.request is None and o.response is None:
+            return []
+        ex = Exchange(
+            id=self._next_id(),
+            source=self._source,
+            connection=self._connection,
+            transport=self._transport,
+            request=o.request,
+            response=o.response,
+            upgrade=o.upgrade,
+            diagnostics=o.diagnostics,
+        )
+        if o.request is None:
+            ex.diagnostics.append(
+                Diagnostic(
+                    code="http.response_without_request",
+                    message="a response whose request is not in the capture "
+                    "(the capture started after the request was sent)",
+                    location=self._location,
+                )
+            )
+        elif o.response is None:
+            ex.diagnostics.append(
+                Diagnostic(
+                    code="http.no_response",
+                    message="no response was captured for this request",
+                    location=self._location,
+                    severity="info" if not force else "warning",
+                )
+            )
+        return [ex]
+
+    def _url(self, target: str, headers: list[tuple[str, str]]) -> str:
+        if "://" in target:
+            return target
+        if target == "*" or not target.startswith("/"):  # asterisk- or authority-form
+            return target
+        host = header(headers, "host") or header(headers, ":authority") or self._server
+        return f"{self._scheme}://{host}{target}"

@@ -1,0 +1,617 @@
+"""A passive HTTP/1.x parser for both directions of one connection.
+
+Input: the in-order bytes of each direction (``feed``), capture gaps (``gap``) and ends
+(``end``). Output: the version-neutral events of :mod:`agentshark.http.events`.
+
+It observes; it never answers. Message framing follows RFC 9112 §6.3
+(https://www.rfc-editor.org/rfc/rfc9112#section-6.3):
+
+1. responses to HEAD, 1xx, 204 and 304 have no body;
+2. a 2xx answer to CONNECT, and 101 Switching Protocols, end HTTP on the connection;
+3. ``Transfer-Encoding`` whose final coding is ``chunked`` frames a chunked body; any other
+   transfer coding on a response makes it close-delimited;
+4. ``Content-Length`` gives the length;
+5. otherwise a request has no body and a response runs until the connection closes.
+
+Responses are paired with requests in order (pipelining included): the response takes the
+stream number of the oldest unanswered request. A response that arrives before that
+request started answers a request the capture missed; it gets a negative stream number.
+
+Bytes that are not HTTP (a capture that starts mid-message, a gap inside a head or a chunk
+header) produce a :class:`ParseError`; the parser then looks for the next message start.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from enum import Enum, auto
+
+from agentshark.http.events import (
+    BodyData,
+    BodyGap,
+    HttpEvent,
+    InformationalResponse,
+    MessageEnded,
+    ParseError,
+    ProtocolSwitched,
+    RequestHeaders,
+    ResponseHeaders,
+)
+from agentshark.model import Headers
+
+MAX_HEAD = 256 * 1024  # a head larger than this is not HTTP we can trust
+MAX_CHUNK_LINE = 4096
+RESYNC_WINDOW = 1 << 20  # bytes kept while looking for the next message start
+
+_REQUEST_LINE = re.compile(rb"([!#$%&'*+.^_`|~0-9A-Za-z-]+) (\S+) (HTTP/\d\.\d)\r?\n")
+_STATUS_LINE = re.compile(rb"(HTTP/\d\.\d) (\d{3})(?: ([^\r\n]*))?\r?\n")
+_REQUEST_START = re.compile(
+    rb"(?:^|\n)((?:GET|POST|PUT|DELETE|HEAD|OPTIONS|PATCH|CONNECT|TRACE|PRI) \S+ HTTP/1\.[01]\r?\n)"
+)
+_STATUS_START = re.compile(rb"(?:^|\n)(HTTP/1\.[01] \d{3}[ \r\n])")
+_HEAD_END = re.compile(rb"\r?\n\r?\n")
+_CHUNK_SIZE = re.compile(rb"[0-9A-Fa-f]+")
+
+
+class State(Enum):
+    HEAD = auto()  # waiting for a start line and headers
+    LENGTH = auto()  # body of known length
+    CHUNK_SIZE = auto()  # chunked: expecting a chunk-size line
+    CHUNK_DATA = auto()  # chunked: inside chunk data
+    CHUNK_CRLF = auto()  # chunked: the CRLF after chunk data
+    TRAILERS = auto()  # chunked: trailer section after the last chunk
+    UNTIL_CLOSE = auto()  # close-delimited response body
+    SWITCHED = auto()  # the connection speaks another protocol now
+    RESYNC = auto()  # lost: looking for the next message start
+
+
+def looks_like_request(head: bytes) -> bool:
+    """True when ``head`` starts like an HTTP/1.x request line (as far as it goes)."""
+    if b"\n" in head:
+        return _REQUEST_LINE.match(head) is not None
+    return _is_request_prefix(head)
+
+
+def looks_like_response(head: bytes) -> bool:
+    """True when ``head`` starts like an HTTP/1.x status line (as far as it goes)."""
+    return head.startswith(b"HTTP/1.") or b"HTTP/1."[: len(head)] == head
+
+
+def _is_request_prefix(head: bytes) -> bool:
+    """Could ``head`` be the beginning of a request line? (method token, space, target)"""
+    sp = head.find(b" ")
+    token = head if sp < 0 else head[:sp]
+    if sp == 0 or len(token) > 16:
+        return False
+    if token and not (token.isalpha() and token.isupper()):
+        return False
+    return (
+        sp < 0
+        or len(head) == sp + 1
+        or head[sp + 1 : sp + 2] in (b"/", b"*", b"h")
+        or (token == b"CONNECT")
+    )
+
+
+class _Direction:
+    """Parsing state of one direction. Plain attributes: this runs per segment."""
+
+    __slots__ = (
+        "buf",
+        "buf_ts",
+        "chunked_bytes",
+        "offset",
+        "remaining",
+        "response",
+        "state",
+        "stream",
+        "switched_bytes",
+    )
+
+    def __init__(self, response: bool) -> None:
+        self.response = response
+        self.state = State.HEAD
+        self.buf = bytearray()
+        self.buf_ts = 0.0  # arrival time of the first byte in buf
+        self.remaining = 0
+        self.stream = 0  # stream number of the message being parsed
+        self.offset = 0  # stream offset of the first byte not yet consumed
+        self.chunked_bytes = 0  # wire bytes of the current chunked body
+        self.switched_bytes = 0
+
+
+class H1Connection:
+    """Both directions of one HTTP/1.x connection. Direction 0 is the client's."""
+
+    def __init__(self) -> None:
+        self._dirs = (_Direction(False), _Direction(True))
+        self._pending: deque[tuple[int, str, float]] = deque()  # (stream, method, started)
+        self._next_request = 0
+        self._orphans = 0
+        self._response_method = "GET"  # method of the request the current response answers
+        self.switched: str | None = None
+
+    # -- public API ---------------------------------------------------------------------
+
+    def feed(self, direction: int, data: bytes, ts: float) -> list[HttpEvent]:
+        d = self._dirs[direction]
+        out: list[HttpEvent] = []
+        if d.state is State.SWITCHED:
+            d.switched_bytes += len(data)
+            d.offset += len(data)
+            return out
+        if d.buf:
+            d.buf += data
+        else:
+            d.buf = bytearray(data)
+            d.buf_ts = ts
+        self._run(d, ts, out)
+        return out
+
+    def gap(self, direction: int, size: int, ts: float) -> list[HttpEvent]:
+        """``size`` bytes of ``direction`` were never captured."""
+        d = self._dirs[direction]
+        out: list[HttpEvent] = []
+        if d.state is State.SWITCHED:
+            d.offset += size
+            return out
+        if d.state is State.LENGTH and not d.buf and size <= d.remaining:
+            out.append(BodyGap(stream=d.stream, response=d.response, size=size, ts=ts))
+            d.remaining -= size
+            d.offset += size
+            if d.remaining == 0:
+                self._end_message(d, ts, out, complete=False)
+            return out
+        if d.state is State.UNTIL_CLOSE:
+            out.append(BodyGap(stream=d.stream, response=d.response, size=size, ts=ts))
+            d.offset += size
+            return out
+        # Inside a head or chunk framing: the message cannot be finished reliably.
+        if d.state is not State.HEAD or d.buf:
+            if d.state not in (State.HEAD, State.RESYNC):
+                out.append(BodyGap(stream=d.stream, response=d.response, size=size, ts=ts))
+                self._end_message(d, ts, out, complete=False)
+            elif d.state is State.HEAD and d.buf:
+                out.append(
+                    ParseError(
+                        response=d.response,
+                        message=f"a capture gap of {size} bytes cut a message head short",
+                        offset=d.offset,
+                        ts=ts,
+                    )
+                )
+        d.offset += len(d.buf) + size
+        d.buf = bytearray()
+        d.state = State.RESYNC
+        return out
+
+    def end(self, direction: int, ts: float, *, clean: bool) -> list[HttpEvent]:
+        """No more bytes in ``direction``. ``clean`` is True for a FIN (not a reset or the
+        end of the capture): only then does a close-delimited body end complete."""
+        d = self._dirs[direction]
+        out: list[HttpEvent] = []
+        if d.state is State.UNTIL_CLOSE:
+            self._end_message(d, ts, out, complete=clean)
+        elif d.state in (
+            State.LENGTH,
+            State.CHUNK_SIZE,
+            State.CHUNK_DATA,
+            State.CHUNK_CRLF,
+            State.TRAILERS,
+        ):
+            self._end_message(d, ts, out, complete=False)
+        elif d.state is State.HEAD and d.buf.strip():
+            out.append(
+                ParseError(
+                    response=d.response,
+                    message=f"the connection ended inside a message head ({len(d.buf)} bytes)",
+                    offset=d.offset,
+                    ts=ts,
+                )
+            )
+        elif d.state is State.RESYNC and d.buf:
+            out.append(self._skipped(d, len(d.buf), ts))
+        d.buf = bytearray()
+        if d.state is not State.SWITCHED:
+            d.state = State.HEAD
+        return out
+
+    @property
+    def switched_bytes(self) -> tuple[int, int]:
+        return (self._dirs[0].switched_bytes, self._dirs[1].switched_bytes)
+
+    # -- the state machine ----------------------------------------------------------------
+
+    def _run(self, d: _Direction, ts: float, out: list[HttpEvent]) -> None:
+        while d.buf:
+            state = d.state
+            if state is State.LENGTH:
+                n = d.remaining
+                if len(d.buf) <= n:
+                    chunk = bytes(d.buf)
+                    d.buf = bytearray()
+                else:
+                    chunk = bytes(d.buf[:n])
+                    del d.buf[:n]
+                d.remaining -= len(chunk)
+                d.offset += len(chunk)
+                out.append(BodyData(stream=d.stream, response=d.response, data=chunk, ts=ts))
+                if d.remaining == 0:
+                    self._end_message(d, ts, out, complete=True)
+                d.buf_ts = ts
+            elif state is State.HEAD:
+                if not self._parse_head(d, ts, out):
+                    return
+            elif state is State.CHUNK_DATA:
+                n = d.remaining
+                take = min(n, len(d.buf))
+                chunk = bytes(d.buf[:take])
+                del d.buf[:take]
+                d.remaining -= take
+                d.offset += take
+                d.chunked_bytes += take
+                out.append(BodyData(stream=d.stream, response=d.response, data=chunk, ts=ts))
+                if d.remaining == 0:
+                    d.state = State.CHUNK_CRLF
+            elif state is State.CHUNK_SIZE or state is State.CHUNK_CRLF:
+                if not self._parse_chunk_line(d, ts, out):
+                    return
+            elif state is State.TRAILERS:
+                if not self._parse_trailers(d, ts, out):
+                    return
+            elif state is State.UNTIL_CLOSE:
+                chunk = bytes(d.buf)
+                d.buf = bytearray()
+                d.offset += len(chunk)
+                out.append(BodyData(stream=d.stream, response=d.response, data=chunk, ts=ts))
+            elif state is State.SWITCHED:
+                d.switched_bytes += len(d.buf)
+                d.offset += len(d.buf)
+                d.buf = bytearray()
+            elif state is State.RESYNC:
+                if not self._resync(d, ts, out):
+                    return
+            else:  # pragma: no cover - every state is handled above
+                raise AssertionError(state)
+
+    def _parse_head(self, d: _Direction, ts: float, out: list[HttpEvent]) -> bool:
+        buf = d.buf
+        # Blank lines before a message are tolerated (RFC 9112 §2.2).
+        if buf[:1] == b"\r" or buf[:1] == b"\n":
+            stripped = buf.lstrip(b"\r\n")
+            d.offset += len(buf) - len(stripped)
+            d.buf = buf = bytearray(stripped)
+            if not buf:
+                return False
+        if not (
+            looks_like_response(bytes(buf[:8]))
+            if d.response
+            else _is_request_prefix(bytes(buf[:20]))
+        ):
+            d.state = State.RESYNC
+            return True
+        m = _HEAD_END.search(buf)
+        if m is None:
+            if len(buf) > MAX_HEAD:
+                out.append(
+                    ParseError(
+                        response=d.response,
+                        message=f"no end of message head within {MAX_HEAD} bytes",
+                        offset=d.offset,
+                        ts=ts,
+                    )
+                )
+                d.state = State.RESYNC
+                d.offset += 1
+                del buf[:1]
+                return True
+            return False
+        head = bytes(buf[: m.end()])
+        del buf[: m.end()]
+        started = d.buf_ts
+        consumed = len(head)
+        if d.response:
+            ok = self._on_response_head(d, head, started, ts, out)
+        else:
+            ok = self._on_request_head(d, head, started, ts, out)
+        d.offset += consumed
+        d.buf_ts = ts
+        if not ok:
+            d.state = State.RESYNC
+        return True
+
+    def _on_request_head(
+        self, d: _Direction, head: bytes, started: float, ts: float, out: list[HttpEvent]
+    ) -> bool:
+        m = _REQUEST_LINE.match(head)
+        if m is None:
+            out.append(self._bad_head(d, head, ts))
+            return False
+        headers = _parse_headers(head[m.end() :])
+        method = m.group(1).decode("ascii")
+        stream = self._next_request
+        self._next_request += 1
+        d.stream = stream
+        self._pending.append((stream, method, started))
+        out.append(
+            RequestHeaders(
+                stream=stream,
+                method=method,
+                target=m.group(2).decode("latin-1"),
+                version=m.group(3).decode("ascii"),
+                headers=headers,
+                ts=started,
+            )
+        )
+        te = _last_transfer_coding(headers)
+        if te is not None:
+            if te == "chunked":
+                self._start_chunked(d)
+            else:  # a request body framed by a coding we cannot delimit: lost sync
+                out.append(
+                    ParseError(
+                        response=False,
+                        message=f"request Transfer-Encoding {te!r} does not end in chunked",
+                        offset=d.offset,
+                        ts=ts,
+                    )
+                )
+                self._end_message(d, ts, out, complete=False)
+                return False
+            return True
+        length = _content_length(headers)
+        if length is None or length == 0:
+            if length is None and _header(headers, "content-length") is not None:
+                out.append(self._bad_length(d, headers, ts))
+            self._end_message(d, ts, out, complete=True)
+        else:
+            d.state = State.LENGTH
+            d.remaining = length
+        return True
+
+    def _on_response_head(
+        self, d: _Direction, head: bytes, started: float, ts: float, out: list[HttpEvent]
+    ) -> bool:
+        m = _STATUS_LINE.match(head)
+        if m is None:
+            out.append(self._bad_head(d, head, ts))
+            return False
+        headers = _parse_headers(head[m.end() :])
+        status = int(m.group(2))
+        reason = (m.group(3) or b"").decode("latin-1")
+        version = m.group(1).decode("ascii")
+        if 100 <= status < 200 and status != 101:
+            stream = self._pending[0][0] if self._pending else -1
+            out.append(
+                InformationalResponse(
+                    stream=stream, status=status, reason=reason, headers=headers, ts=started
+                )
+            )
+            return True
+        stream, method = self._answering(started)
+        d.stream = stream
+        out.append(
+            ResponseHeaders(
+                stream=stream,
+                status=status,
+                reason=reason,
+                version=version,
+                headers=headers,
+                ts=started,
+            )
+        )
+        if status == 101 or (method == "CONNECT" and 200 <= status < 300):
+            protocol = "tunnel" if status != 101 else (_header(headers, "upgrade") or "").lower()
+            out.append(ProtocolSwitched(stream=stream, protocol=protocol or "unknown", ts=ts))
+            self._end_message(d, ts, out, complete=True)
+            self.switched = protocol or "unknown"
+            for side in self._dirs:
+                side.switched_bytes += len(side.buf)
+                side.offset += len(side.buf)
+                side.buf = bytearray()
+                side.state = State.SWITCHED
+            return True
+        if method == "HEAD" or status in (204, 304):
+            self._end_message(d, ts, out, complete=True)
+            return True
+        te = _last_transfer_coding(headers)
+        if te == "chunked":
+            self._start_chunked(d)
+            return True
+        if te is not None:
+            d.state = State.UNTIL_CLOSE
+            return True
+        length = _content_length(headers)
+        if length is None:
+            if _header(headers, "content-length") is not None:
+                out.append(self._bad_length(d, headers, ts))
+            d.state = State.UNTIL_CLOSE
+        elif length == 0:
+            self._end_message(d, ts, out, complete=True)
+        else:
+            d.state = State.LENGTH
+            d.remaining = length
+        return True
+
+    def _answering(self, started: float) -> tuple[int, str]:
+        """The stream number and method of the request a response starting at ``started``
+        answers; a negative number for a request the capture missed."""
+        if self._pending and self._pending[0][2] <= started:
+            stream, method, _ = self._pending.popleft()
+            return stream, method
+        self._orphans += 1
+        return -self._orphans, "GET"
+
+    def _start_chunked(self, d: _Direction) -> None:
+        d.state = State.CHUNK_SIZE
+        d.chunked_bytes = 0
+
+    def _parse_chunk_line(self, d: _Direction, ts: float, out: list[HttpEvent]) -> bool:
+        buf = d.buf
+        nl = buf.find(b"\n")
+        if nl < 0:
+            if len(buf) > MAX_CHUNK_LINE:
+                return self._chunk_error(d, ts, out, "chunk-size line too long")
+            return False
+        line = bytes(buf[: nl + 1])
+        del buf[: nl + 1]
+        d.offset += len(line)
+        d.chunked_bytes += len(line)
+        if d.state is State.CHUNK_CRLF:
+            if line.strip(b"\r\n"):
+                return self._chunk_error(d, ts, out, "chunk data not followed by CRLF")
+            d.state = State.CHUNK_SIZE
+            return True
+        m = _CHUNK_SIZE.match(line)  # chunk-ext after ';' is ignored (RFC 9112 §7.1.1)
+        if m is None:
+            return self._chunk_error(d, ts, out, f"bad chunk-size line {line[:40]!r}")
+        size = int(m.group(0), 16)
+        if size == 0:
+            d.state = State.TRAILERS
+        else:
+            d.state = State.CHUNK_DATA
+            d.remaining = size
+        return True
+
+    def _chunk_error(self, d: _Direction, ts: float, out: list[HttpEvent], why: str) -> bool:
+        out.append(ParseError(response=d.response, message=why, offset=d.offset, ts=ts))
+        self._end_message(d, ts, out, complete=False)
+        d.state = State.RESYNC
+        return True
+
+    def _parse_trailers(self, d: _Direction, ts: float, out: list[HttpEvent]) -> bool:
+        buf = d.buf
+        if buf[:2] == b"\r\n" or buf[:1] == b"\n":
+            n = 2 if buf[:1] == b"\r" else 1
+            del buf[:n]
+            d.offset += n
+            d.chunked_bytes += n
+            self._end_message(d, ts, out, complete=True)
+            return True
+        m = _HEAD_END.search(buf)
+        if m is None:
+            if len(buf) > MAX_HEAD:
+                return self._chunk_error(d, ts, out, "trailer section too long")
+            return False
+        block = bytes(buf[: m.end()])
+        del buf[: m.end()]
+        d.offset += len(block)
+        d.chunked_bytes += len(block)
+        self._end_message(d, ts, out, complete=True, trailers=_parse_headers(block))
+        return True
+
+    def _resync(self, d: _Direction, ts: float, out: list[HttpEvent]) -> bool:
+        pattern = _STATUS_START if d.response else _REQUEST_START
+        m = pattern.search(d.buf)
+        if m is None:
+            if len(d.buf) > RESYNC_WINDOW:
+                drop = len(d.buf) - 64  # keep a tail: a start line may straddle the boundary
+                out.append(self._skipped(d, drop, ts))
+                del d.buf[:drop]
+                d.offset += drop
+            return False
+        skip = m.start(1)
+        if skip:
+            out.append(self._skipped(d, skip, ts))
+            del d.buf[:skip]
+            d.offset += skip
+        d.state = State.HEAD
+        d.buf_ts = ts
+        return True
+
+    def _skipped(self, d: _Direction, n: int, ts: float) -> ParseError:
+        what = "response" if d.response else "request"
+        return ParseError(
+            response=d.response,
+            message=f"skipped {n} bytes that are not part of a recognizable HTTP {what}",
+            offset=d.offset,
+            ts=ts,
+        )
+
+    def _bad_head(self, d: _Direction, head: bytes, ts: float) -> ParseError:
+        first = head.split(b"\n", 1)[0][:80]
+        return ParseError(
+            response=d.response,
+            message=f"not an HTTP/1.x {'status' if d.response else 'request'} line: {first!r}",
+            offset=d.offset,
+            ts=ts,
+        )
+
+    def _bad_length(self, d: _Direction, headers: Headers, ts: float) -> ParseError:
+        values = [v for k, v in headers if k.lower() == "content-length"]
+        return ParseError(
+            response=d.response,
+            message=f"invalid Content-Length {values!r}",
+            offset=d.offset,
+            ts=ts,
+        )
+
+    def _end_message(
+        self,
+        d: _Direction,
+        ts: float,
+        out: list[HttpEvent],
+        *,
+        complete: bool,
+        trailers: Headers | None = None,
+    ) -> None:
+        chunked = d.state in (State.CHUNK_SIZE, State.CHUNK_DATA, State.CHUNK_CRLF, State.TRAILERS)
+        out.append(
+            MessageEnded(
+                stream=d.stream,
+                response=d.response,
+                ts=ts,
+                complete=complete,
+                trailers=trailers or [],
+                transfer_bytes=d.chunked_bytes if chunked else None,
+            )
+        )
+        d.state = State.HEAD
+        d.remaining = 0
+
+
+def _parse_headers(block: bytes) -> Headers:
+    """Header fields in their original case and order; obs-fold lines are joined."""
+    headers: Headers = []
+    for raw in block.split(b"\n"):
+        line = raw.rstrip(b"\r")
+        if not line:
+            continue
+        if line[:1] in (b" ", b"\t") and headers:  # obs-fold (RFC 9112 §5.2)
+            prev_name, prev_value = headers[-1]
+            headers[-1] = (prev_name, prev_value + " " + line.strip().decode("latin-1"))
+            continue
+        name, sep, value = line.partition(b":")
+        if not sep:
+            continue
+        headers.append((name.strip().decode("latin-1"), value.strip().decode("latin-1")))
+    return headers
+
+
+def _header(headers: Headers, name: str) -> str | None:
+    for k, v in headers:
+        if k.lower() == name:
+            return v
+    return None
+
+
+def _content_length(headers: Headers) -> int | None:
+    """The Content-Length, or None when absent or invalid (RFC 9110 §8.6: a list of
+    identical values is accepted)."""
+    values = {v.strip() for k, v in headers if k.lower() == "content-length" for v in v.split(",")}
+    if len(values) != 1:
+        return None
+    value = values.pop()
+    return int(value) if value.isdigit() else None
+
+
+def _last_transfer_coding(headers: Headers) -> str | None:
+    codings = [
+        c.strip().lower()
+        for k, v in headers
+        if k.lower() == "transfer-encoding"
+        for c in v.split(",")
+        if c.strip()
+    ]
+    return codings[-1] if codings else None
