@@ -1,0 +1,870 @@
+"""TCP reassembly: :class:`~agentshark.net.segment.TcpSegment` in, :data:`TcpEvent` out.
+
+:class:`TcpReassembler` is a passive observer of both directions of every connection. For each
+direction it delivers the payload in sequence order as ``StreamData`` (with the timestamp of the
+segment that carried it and the byte ``offset`` in the direction), marks every hole the capture
+cannot fill as a ``StreamGap``, and says how the direction ended (``StreamEnded``). It is sans-I/O:
+``feed(segment)`` and ``close()`` return events; nothing reads files, clocks or prints.
+
+Policies (what a passive observer cannot know, it decides once and records):
+
+Identity
+    A connection is its two endpoints plus a ``serial`` counting reuses of the same 4-tuple within
+    the capture (0 for the first use). Ids are ``f"{id_prefix}{n}"``, numbered from 1 in order of
+    first appearance. State is keyed by the raw ``(src, sport, dst, dport)`` tuple of each
+    direction, so the common case costs one dict lookup.
+
+Roles
+    The sender of a SYN without ACK is the client, the sender of a SYN+ACK the server
+    (``handshake_seen=True``). A connection first seen mid-stream (``handshake_seen=False``)
+    guesses by port: a port below 1024 or in :data:`SERVICE_PORTS` is the server's, else the lower
+    port is. ``Connection.swap_roles()`` may be called at any time: directions are looked up from
+    ``Connection.client`` whenever an event is emitted, so later events follow the new roles.
+
+Sequence space
+    RFC 9293 §3.4: "all arithmetic dealing with sequence numbers must be performed modulo 2^32";
+    each direction maps sequence numbers to a 64-bit byte offset from its first byte (the byte
+    after the SYN, or the first captured one when the SYN was not captured). Comparisons take the
+    nearer of the two ways round the circle. "The SYN is considered to occur before the first
+    actual data octet of the segment in which it occurs, while the FIN is considered to occur
+    after the last actual data octet": each consumes one sequence number and no offset.
+    Bytes sent before the first captured segment of a direction cannot be recovered.
+
+Retransmissions and overlaps
+    The first captured copy of a byte wins. A later copy is compared with the buffered
+    out-of-order data and with the last delivered segments of the direction (references, about
+    64 KiB); when the bytes differ, the connection gets a ``tcp.overlap_mismatch`` diagnostic.
+    Every diagnostic code is reported at most three times per connection, then counted in one
+    summary when the connection closes. A one-byte segment just below the next expected byte is a
+    keep-alive probe, whose "one garbage octet" (RFC 9293 §3.8.4) is not compared.
+
+Gaps (never papered over)
+    A hole becomes a ``StreamGap`` as soon as (a) the peer acknowledges bytes beyond it: the peer
+    received what the capture missed, so waiting cannot help (a capture that shows an ACK before the
+    data it acknowledges, e.g. merged from two interfaces, loses that data); (b) the out-of-order
+    bytes buffered for the direction exceed ``max_buffered`` (each buffered piece also counts 64
+    bytes of bookkeeping): ``tcp.buffer_overflow``, then the hole before the lowest buffered piece
+    is given up; (c) the direction's FIN was seen and the other direction has ended, or a RST, an
+    eviction or ``close()`` ends the connection. A segment truncated by the capture's snap length
+    delivers its captured bytes, then a gap of the ``missing`` bytes. Data arriving for a range
+    already given up is a retransmission like any other.
+
+Order
+    Within one segment the acknowledgment is applied first (the bytes it acknowledges were sent
+    before the segment), then its data, its FIN, its RST.
+
+Ends
+    FIN: ``StreamEnded(reason="fin")`` once every byte before it is delivered or given up;
+    bytes beyond a FIN are dropped (counted). RST: every direction still open flushes and ends
+    with ``"rst"``; its payload is not stream data (RFC 9293 §3.5.3 lets a RST carry diagnostic
+    text) and any RST for a known connection is believed. When both directions have ended the
+    connection is closed (``ConnectionClosed``) and its state dropped: memory grows with open
+    connections, not with the capture. The 4-tuples of recently closed connections are kept
+    (bounded, for twice the 2-minute Maximum Segment Lifetime of RFC 9293 §3.4.2) so trailing
+    ACKs, FINs and retransmissions are absorbed instead of opening bogus connections; a new SYN,
+    or data whose sequence number is far from where the old connection stopped, opens a new
+    connection with the next serial. A SYN with a new ISN on an open connection replaces it
+    (``tcp.tuple_reused``; the old one ends with ``"evicted"``). Segments without payload never open
+    a connection, except a SYN.
+
+Limits
+    More than ``max_connections`` open connections evicts the least recently active one (its
+    events are flushed as by ``close()``, reason ``"evicted"``, diagnostic ``tcp.evicted``).
+
+Capture-wide problems go to :attr:`TcpReassembler.diagnostics`, per-connection ones to
+``Connection.diagnostics``; :attr:`TcpReassembler.stats` counts what was absorbed or dropped.
+"""
+
+from __future__ import annotations
+
+import heapq
+import socket
+from bisect import bisect_right
+from collections import deque
+
+from agentshark.errors import Diagnostic
+from agentshark.net.events import (
+    Connection,
+    ConnectionClosed,
+    ConnectionOpened,
+    EndReason,
+    StreamData,
+    StreamEnded,
+    StreamGap,
+    TcpEvent,
+)
+from agentshark.net.segment import ACK, FIN, RST, SYN, TcpSegment
+
+__all__ = ["SERVICE_PORTS", "STAT_KEYS", "TcpReassembler"]
+
+SERVICE_PORTS = frozenset(
+    {80, 443, 1234, 3000, 4317, 4318, 5000, 7860, 8000, 8001, 8008, 8080, 8081, 8443, 8888, 9000}
+    | {11434, 50051}
+)
+"""Ports taken as the server side of a connection seen without its handshake (besides < 1024)."""
+
+STAT_KEYS = (
+    "connections",  # connections opened
+    "retransmitted_bytes",  # payload bytes captured more than once
+    "overlap_mismatches",  # later copies that differed from the first
+    "gap_bytes",  # bytes given up as StreamGap
+    "beyond_fin_bytes",  # payload after a direction's FIN, dropped
+    "keepalives",  # keep-alive probes carrying a garbage octet
+    "buffer_overflows",  # times a direction's out-of-order buffer exceeded max_buffered
+    "evictions",  # connections evicted by max_connections
+    "tuple_reuses",  # open connections replaced by a SYN with a new ISN
+    "ignored_unknown",  # segments on unknown tuples that cannot open a connection
+    "ignored_after_close",  # segments absorbed by a recently closed tuple
+)
+
+_MASK = 0xFFFF_FFFF
+_HALF = 0x8000_0000
+_PIECE_COST = 64  # bookkeeping charged per buffered or remembered piece
+_RECENT_LIMIT = 64 << 10  # delivered bytes kept (by reference) per direction for comparisons
+_RECENT_KEEP = 32 << 10  # ... trimmed down to this, so trimming is rare
+_CLOSED_TTL = 240.0  # 2 * MSL, RFC 9293 §3.4.2
+_MAX_CLOSED = 65_536  # recently closed 4-tuples remembered
+_STRAGGLER_BEHIND = 1 << 30  # a segment this far before where a closed direction stopped ...
+_STRAGGLER_AHEAD = 1 << 16  # ... or this far after it belongs to the closed connection
+_NOTE_BUDGET = 3  # diagnostics of one code per connection; the rest are counted
+
+_FLUSH_REASONS: dict[EndReason, str] = {
+    "capture_end": "the capture ended before they came",
+    "evicted": "the connection was ended early",
+    "fin": "both directions ended without them",
+    "rst": "the connection was reset before they came",
+}
+
+_Key = tuple[bytes, int, bytes, int]
+_Piece = tuple[bytes | None, int, float]  # (data, or None for bytes known missing; size; ts)
+
+
+class _Flow:
+    """Internal state of one connection: its public Connection and both directions."""
+
+    __slots__ = ("conn", "dead", "halves", "no", "notes")
+
+    def __init__(self, conn: Connection, no: int) -> None:
+        self.conn = conn
+        self.no = no
+        self.dead = False
+        self.halves: tuple[_Half, _Half]  # set by the opener
+        self.notes: dict[str, int] = {}
+
+
+class _Half:
+    """One direction of a connection, named by its sender's endpoint.
+
+    ``nxt`` is the sequence number of the next byte to deliver (-1 until the direction starts)
+    and ``off`` its offset; ``nxt == (base + off) % 2**32`` always holds once started. ``fast``
+    says the next in-order segment can be delivered without looking at anything else.
+    """
+
+    __slots__ = (
+        "base",
+        "conn",
+        "ended",
+        "ep",
+        "fast",
+        "fin",
+        "flow",
+        "isn",
+        "key",
+        "nxt",
+        "off",
+        "peer",
+        "pend",
+        "pend_cost",
+        "recent",
+        "recent_cost",
+        "starts",
+    )
+
+    def __init__(self, flow: _Flow, ep: tuple[str, int], key: _Key) -> None:
+        self.flow = flow
+        self.conn = flow.conn
+        self.ep = ep  # the very tuple object stored in Connection.client or .server
+        self.key = key
+        self.peer = self
+        self.nxt = -1
+        self.base = 0
+        self.off = 0
+        self.isn: int | None = None
+        self.fin: int | None = None  # offset of the FIN once seen
+        self.ended = False
+        self.fast = False
+        self.starts: list[int] = []  # sorted offsets of the buffered pieces
+        self.pend: dict[int, _Piece] = {}  # buffered out-of-order pieces, never overlapping
+        self.pend_cost = 0
+        self.recent: deque[tuple[int, bytes]] = deque()  # last delivered (offset, data)
+        self.recent_cost = 0
+
+    def start(self, seq: int) -> None:
+        self.base = self.nxt = seq & _MASK
+        self.fast = True
+
+
+class TcpReassembler:
+    """Reassemble the TCP connections of one capture, segment by segment (see the module doc)."""
+
+    def __init__(
+        self,
+        *,
+        source_name: str = "",
+        max_buffered: int = 8 << 20,
+        max_connections: int = 100_000,
+        id_prefix: str = "c",
+    ) -> None:
+        self.source_name = source_name
+        self.max_buffered = max_buffered
+        self.max_connections = max(1, max_connections)
+        self.id_prefix = id_prefix
+        self.diagnostics: list[Diagnostic] = []
+        self.stats: dict[str, int] = dict.fromkeys(STAT_KEYS, 0)
+        self._halves: dict[_Key, _Half] = {}
+        self._flows: dict[int, _Flow] = {}  # open connections in order of appearance
+        self._lru: list[tuple[float, int, _Flow]] = []  # lazy heap of (last_ts, no, flow)
+        self._closed: dict[_Key, tuple[float, int, int]] = {}  # key -> (ts, serial, nxt)
+        self._count = 0
+
+    @property
+    def open_connections(self) -> int:
+        """How many connections are open (their state is held) right now."""
+        return len(self._flows)
+
+    # -- input ---------------------------------------------------------------------------------
+
+    def feed(self, seg: TcpSegment) -> list[TcpEvent]:
+        """Take one segment; return the events it makes happen (often none)."""
+        ts, src, sport, dst, dport, seq, ack, flags, payload, missing, packet = seg
+        h = self._halves.get((src, sport, dst, dport))
+        if h is None or flags & 0x07 or missing:  # unknown tuple, SYN/FIN/RST or truncated
+            return self._feed_slow(seg, h)
+        # Fast path: data or a bare ACK on a known connection.
+        conn = h.conn
+        conn.last_ts = ts
+        ep = h.ep
+        d = 0 if conn.client is ep else 1 if conn.server is ep else _direction(h)
+        conn.packets[d] += 1
+        if flags & ACK:
+            p = h.peer
+            nxt = p.nxt
+            if ack != nxt and nxt >= 0 and (ack - nxt) & _MASK < _HALF and not p.ended:
+                return self._ack_then_data(h, seq, ack, payload, ts, packet)
+        if h.nxt < 0:
+            h.start(seq)
+        if not payload:
+            return []
+        if seq != h.nxt or not h.fast:
+            out: list[TcpEvent] = []
+            self._data(h, self._offset(h, seq), payload, 0, ts, packet, out)
+            return out
+        n = len(payload)
+        off = h.off
+        h.off = off + n
+        h.nxt = (seq + n) & _MASK
+        conn.bytes[d] += n
+        h.recent.append((off, payload))
+        h.recent_cost += n + _PIECE_COST
+        if h.recent_cost > _RECENT_LIMIT:
+            _trim_recent(h)
+        return [StreamData(connection=conn, direction=d, data=payload, ts=ts, offset=off)]
+
+    def _ack_then_data(
+        self, h: _Half, seq: int, ack: int, payload: bytes, ts: float, packet: int
+    ) -> list[TcpEvent]:
+        """A segment whose ACK goes beyond what the capture delivered of the other direction.
+
+        The acknowledged bytes were sent before this segment, so their gaps come first.
+        """
+        out: list[TcpEvent] = []
+        self._acked(h.peer, ack, ts, packet, out)
+        if h.nxt < 0:
+            h.start(seq)
+        if payload and not h.flow.dead:
+            self._data(h, self._offset(h, seq), payload, 0, ts, packet, out)
+        return out
+
+    def close(self, ts: float | None = None) -> list[TcpEvent]:
+        """End of capture: flush every open connection; ``ts`` defaults to its last activity."""
+        out: list[TcpEvent] = []
+        for flow in list(self._flows.values()):
+            if not flow.dead:
+                self._finish(flow, "capture_end", flow.conn.last_ts if ts is None else ts, out)
+        self._lru.clear()
+        self._closed.clear()
+        return out
+
+    def _feed_slow(self, seg: TcpSegment, h: _Half | None) -> list[TcpEvent]:
+        ts, _, _, _, _, seq, ack, flags, payload, missing, packet = seg
+        seq &= _MASK
+        missing = max(0, missing)
+        out: list[TcpEvent] = []
+        if h is None:
+            h = self._open(seg, out, None)
+            if h is None:
+                return out
+        elif flags & SYN and _is_new_syn(h, seq):
+            old = h.flow
+            self.stats["tuple_reuses"] += 1
+            self._note(
+                old,
+                "tcp.tuple_reused",
+                f"a SYN with a new initial sequence number {seq} reuses this connection's "
+                "addresses and ports; the connection is taken as ended and a new one starts",
+                self._where(h, packet),
+            )
+            self._finish(old, "evicted", ts, out)
+            h = self._open(seg, out, old.conn.serial + 1)
+            if h is None:  # pragma: no cover - a SYN always opens
+                return out
+        conn = h.conn
+        conn.last_ts = ts
+        conn.packets[_direction(h)] += 1
+        if missing:
+            self._note(
+                h.flow,
+                "tcp.snaplen",
+                f"the capture kept only {len(payload)} of the {len(payload) + missing} payload "
+                "bytes of a segment (snap length); the rest is reported as a gap",
+                self._where(h, packet),
+            )
+        if flags & SYN:
+            if h.nxt < 0:
+                h.isn = seq
+                h.start(seq + 1)
+            seq = (seq + 1) & _MASK  # data in a SYN (TCP Fast Open) follows it
+        elif h.nxt < 0:
+            h.start(seq)
+        if flags & ACK:  # first: what it acknowledges was sent before this segment
+            p = h.peer
+            if p.nxt >= 0 and not p.ended and (ack - p.nxt) & _MASK < _HALF:
+                self._acked(p, ack & _MASK, ts, packet, out)
+        if not flags & RST and not h.flow.dead:
+            start = self._offset(h, seq)
+            if payload or missing:
+                self._data(h, start, payload, missing, ts, packet, out)
+            if flags & FIN and not h.flow.dead:
+                self._fin(h, start + len(payload) + missing, ts, packet, out)
+        if flags & RST and not h.flow.dead:
+            self._reset(h, ts, out)
+        return out
+
+    # -- connections ---------------------------------------------------------------------------
+
+    def _open(self, seg: TcpSegment, out: list[TcpEvent], serial: int | None) -> _Half | None:
+        """Open a connection for a segment on an unknown tuple, if it can open one."""
+        ts, src, sport, dst, dport, seq, _, flags, payload, missing, _ = seg
+        key = (src, sport, dst, dport)
+        syn = flags & SYN
+        if serial is None:
+            closed = self._closed.get(key)
+            if closed is not None and flags & (SYN | ACK | RST) != SYN:
+                closed_ts, _, closed_nxt = closed
+                if ts - closed_ts <= _CLOSED_TTL and (
+                    not (payload or missing or syn)
+                    or closed_nxt < 0
+                    or -_STRAGGLER_BEHIND
+                    <= ((seq - closed_nxt + _HALF) & _MASK) - _HALF
+                    <= _STRAGGLER_AHEAD
+                ):
+                    self.stats["ignored_after_close"] += 1
+                    return None
+            if flags & RST or not (syn or payload or missing):
+                self.stats["ignored_unknown"] += 1
+                return None
+            serial = 0 if closed is None else closed[1] + 1
+        if syn:
+            sender_is_client = not flags & ACK
+        else:
+            sender_is_client = _sender_is_client(sport, dport)
+        return self._new_flow(key, sender_is_client, bool(syn), serial, ts, out)
+
+    def _new_flow(
+        self,
+        key: _Key,
+        sender_is_client: bool,
+        handshake_seen: bool,
+        serial: int,
+        ts: float,
+        out: list[TcpEvent],
+    ) -> _Half:
+        if len(self._flows) >= self.max_connections:
+            self._evict(ts, out)
+        self._count += 1
+        no = self._count
+        src, sport, dst, dport = key
+        a = (_address(src), sport)
+        b = (_address(dst), dport)
+        conn = Connection(
+            id=f"{self.id_prefix}{no}",
+            client=a if sender_is_client else b,
+            server=b if sender_is_client else a,
+            serial=serial,
+            handshake_seen=handshake_seen,
+            first_ts=ts,
+            last_ts=ts,
+        )
+        flow = _Flow(conn, no)
+        sender = _Half(flow, a, key)
+        receiver = _Half(flow, b, (dst, dport, src, sport))
+        sender.peer = receiver
+        receiver.peer = sender
+        flow.halves = (sender, receiver)
+        self._halves[receiver.key] = receiver
+        self._halves[key] = sender  # a self-connected tuple keeps only the sender
+        self._flows[no] = flow
+        self.stats["connections"] += 1
+        lru = self._lru
+        heapq.heappush(lru, (ts, no, flow))
+        if len(lru) > 2 * len(self._flows) + 64:  # drop closed flows from the heap
+            lru[:] = [(f.conn.last_ts, n, f) for n, f in self._flows.items()]
+            heapq.heapify(lru)
+        out.append(ConnectionOpened(connection=conn))
+        return sender
+
+    def _evict(self, ts: float, out: list[TcpEvent]) -> None:
+        """Evict the least recently active connection (lazy heap on ``Connection.last_ts``)."""
+        lru = self._lru
+        victim: _Flow | None = None
+        while lru:
+            stamp, no, flow = lru[0]
+            if flow.dead:
+                heapq.heappop(lru)
+            elif flow.conn.last_ts > stamp:
+                heapq.heapreplace(lru, (flow.conn.last_ts, no, flow))
+            else:
+                heapq.heappop(lru)
+                victim = flow
+                break
+        if victim is None:  # pragma: no cover - the heap always holds every open flow
+            victim = next(iter(self._flows.values()))
+        if not self.stats["evictions"]:
+            self.diagnostics.append(
+                Diagnostic(
+                    code="tcp.evicted",
+                    message=f"more than {self.max_connections} connections were open at once; "
+                    "the least recently active ones were ended early (raise max_connections "
+                    "to keep them)",
+                    location=self.source_name,
+                )
+            )
+        self.stats["evictions"] += 1
+        conn = victim.conn
+        self._note(
+            victim,
+            "tcp.evicted",
+            f"ended early: more than {self.max_connections} connections were open",
+            self._prefix() + conn.id,
+        )
+        self._finish(victim, "evicted", ts, out)
+
+    def _finish(self, flow: _Flow, reason: EndReason, ts: float, out: list[TcpEvent]) -> None:
+        """Flush both directions, end those still open with ``reason``, close the connection."""
+        halves = sorted(flow.halves, key=_direction)
+        why = _FLUSH_REASONS[reason]
+        for h in halves:
+            if not h.ended:
+                self._flush(h, ts, out, why)
+        for h in halves:
+            if not flow.dead and not h.ended:
+                self._end(h, reason, ts, out)
+
+    def _drop(self, flow: _Flow, ts: float, out: list[TcpEvent]) -> None:
+        """Both directions ended: emit ConnectionClosed and forget the connection."""
+        flow.dead = True
+        conn = flow.conn
+        del self._flows[flow.no]
+        closed = self._closed
+        for h in flow.halves:
+            if self._halves.get(h.key) is h:
+                del self._halves[h.key]
+            closed.pop(h.key, None)
+            closed[h.key] = (ts, conn.serial, h.nxt)
+            h.recent.clear()
+            h.pend.clear()
+            h.starts.clear()
+        while len(closed) > _MAX_CLOSED:
+            del closed[next(iter(closed))]
+        for code, count in flow.notes.items():
+            if count > _NOTE_BUDGET:
+                conn.diagnostics.append(
+                    Diagnostic(
+                        code=code,
+                        message=f"{count - _NOTE_BUDGET} more {code} problems on this connection",
+                        location=self._prefix() + conn.id,
+                        severity="info",
+                    )
+                )
+        out.append(ConnectionClosed(connection=conn, ts=ts))
+
+    # -- one direction -------------------------------------------------------------------------
+
+    def _offset(self, h: _Half, seq: int) -> int:
+        """The offset of sequence number ``seq``, the nearer way round from ``h.nxt``."""
+        return h.off + ((seq - h.nxt + _HALF) & _MASK) - _HALF
+
+    def _data(
+        self,
+        h: _Half,
+        start: int,
+        payload: bytes,
+        missing: int,
+        ts: float,
+        packet: int,
+        out: list[TcpEvent],
+    ) -> None:
+        """Take ``payload`` at offset ``start`` (then ``missing`` uncaptured bytes)."""
+        end = start + len(payload)
+        stop = end + missing
+        fin = h.fin
+        if fin is not None and stop > fin:
+            self.stats["beyond_fin_bytes"] += stop - max(start, fin)
+            if start >= fin:
+                return
+            if end > fin:
+                payload = payload[: fin - start]
+                end = fin
+            stop = fin
+        off = h.off
+        if start < off:
+            if start == off - 1 and len(payload) == 1 and not missing and h.fin is None:
+                self.stats["keepalives"] += 1
+                return
+            self.stats["retransmitted_bytes"] += min(stop, off) - start
+            if payload:
+                self._compare_delivered(h, start, payload[: off - start], packet)
+            if stop <= off:
+                return
+            if end > off:
+                payload = payload[off - start :]
+            else:
+                payload = b""
+                end = off
+            start = off
+        if payload:
+            self._insert(h, start, len(payload), payload, ts, packet)
+        if stop > end:
+            self._insert(h, end, stop - end, None, ts, packet)
+        self._drain(h, ts, out)
+        if h.pend_cost > self.max_buffered and not h.ended:
+            self.stats["buffer_overflows"] += 1
+            self._note(
+                h.flow,
+                "tcp.buffer_overflow",
+                f"more than {self.max_buffered} bytes arrived after a hole at offset {h.off} "
+                "that was never filled; the hole is reported as a gap",
+                self._where(h, packet),
+            )
+            while h.pend_cost > self.max_buffered and h.starts and not h.ended:
+                self._skip_to(h, h.starts[0], ts, out, None)
+
+    def _insert(
+        self, h: _Half, start: int, size: int, data: bytes | None, ts: float, packet: int
+    ) -> None:
+        """Buffer ``size`` bytes at ``start`` around the pieces already buffered (first wins)."""
+        starts = h.starts
+        pend = h.pend
+        end = start + size
+        pos = start
+        i = bisect_right(starts, start)
+        if i:
+            s = starts[i - 1]
+            old, old_size, _ = pend[s]
+            if s + old_size > pos:
+                self._compare(h, old, s, data, start, pos, min(s + old_size, end), packet)
+                pos = s + old_size
+        while pos < end:
+            if i < len(starts) and starts[i] < end:
+                s = starts[i]
+                if s > pos:
+                    self._place(h, i, pos, s, data, start, ts)
+                    i += 1
+                old, old_size, _ = pend[s]
+                self._compare(h, old, s, data, start, s, min(s + old_size, end), packet)
+                pos = s + old_size
+                i += 1
+            else:
+                self._place(h, i, pos, end, data, start, ts)
+                break
+
+    def _place(
+        self, h: _Half, i: int, lo: int, hi: int, data: bytes | None, start: int, ts: float
+    ) -> None:
+        if data is not None:
+            if lo != start or hi - lo != len(data):
+                data = data[lo - start : hi - start]
+            h.pend_cost += hi - lo + _PIECE_COST
+        else:
+            h.pend_cost += _PIECE_COST
+        h.starts.insert(i, lo)
+        h.pend[lo] = (data, hi - lo, ts)
+        h.fast = False
+
+    def _compare(
+        self,
+        h: _Half,
+        old: bytes | None,
+        old_start: int,
+        new: bytes | None,
+        new_start: int,
+        lo: int,
+        hi: int,
+        packet: int,
+    ) -> None:
+        """Count bytes ``lo..hi`` captured twice and note when the two copies differ."""
+        if hi <= lo:
+            return
+        self.stats["retransmitted_bytes"] += hi - lo
+        if old is None or new is None:
+            return
+        a = memoryview(old)[lo - old_start : hi - old_start]
+        b = memoryview(new)[lo - new_start : hi - new_start]
+        if a != b:
+            self._mismatch(h, lo, hi, packet)
+
+    def _compare_delivered(self, h: _Half, start: int, data: bytes, packet: int) -> None:
+        """Compare a retransmitted copy with the delivered segments still remembered."""
+        end = start + len(data)
+        view = memoryview(data)
+        for o, buf in reversed(h.recent):
+            e = o + len(buf)
+            if e <= start:
+                break
+            if o >= end:
+                continue
+            lo = max(o, start)
+            hi = min(e, end)
+            if memoryview(buf)[lo - o : hi - o] != view[lo - start : hi - start]:
+                self._mismatch(h, lo, hi, packet)
+                return
+
+    def _mismatch(self, h: _Half, lo: int, hi: int, packet: int) -> None:
+        self.stats["overlap_mismatches"] += 1
+        self._note(
+            h.flow,
+            "tcp.overlap_mismatch",
+            f"bytes {lo}..{hi} of this direction were captured twice with different contents; "
+            "the first copy is kept",
+            self._where(h, packet),
+        )
+
+    def _drain(self, h: _Half, ts: float, out: list[TcpEvent]) -> None:
+        """Deliver the buffered pieces that now continue the stream; end at the FIN."""
+        starts = h.starts
+        off = h.off
+        if starts and starts[0] == off:
+            conn = h.conn
+            d = _direction(h)
+            pend = h.pend
+            k = 0
+            n = len(starts)
+            while k < n and starts[k] == off:
+                data, size, pts = pend.pop(off)
+                if data is None:
+                    h.pend_cost -= _PIECE_COST
+                    self._gap(h, d, off, size, pts, out)
+                else:
+                    h.pend_cost -= size + _PIECE_COST
+                    out.append(
+                        StreamData(connection=conn, direction=d, data=data, ts=pts, offset=off)
+                    )
+                    conn.bytes[d] += size
+                    h.recent.append((off, data))
+                    h.recent_cost += size + _PIECE_COST
+                off += size
+                k += 1
+            del starts[:k]
+            h.off = off
+            if h.recent_cost > _RECENT_LIMIT:
+                _trim_recent(h)
+        h.nxt = (h.base + off) & _MASK
+        if h.fin is not None and off >= h.fin:
+            self._end(h, "fin", ts, out)
+        else:
+            h.fast = not starts and h.fin is None
+
+    def _gap(
+        self, h: _Half, d: int, offset: int, size: int, ts: float, out: list[TcpEvent]
+    ) -> None:
+        conn = h.conn
+        out.append(StreamGap(connection=conn, direction=d, size=size, ts=ts, offset=offset))
+        conn.gaps[d] += size
+        self.stats["gap_bytes"] += size
+
+    def _skip_to(
+        self,
+        h: _Half,
+        target: int,
+        ts: float,
+        out: list[TcpEvent],
+        why: str | None,
+        packet: int | None = None,
+    ) -> None:
+        """Give up every hole before ``target``, delivering the buffered pieces between;
+        ``why`` the holes were given up goes into a ``tcp.gap`` diagnostic."""
+        first = h.off
+        given_up = 0
+        while h.off < target and not h.ended:
+            before = h.off
+            starts = h.starts
+            stop = starts[0] if starts and starts[0] < target else target
+            if stop > before:
+                self._gap(h, _direction(h), before, stop - before, ts, out)
+                given_up += stop - before
+                h.off = stop
+            self._drain(h, ts, out)
+            if h.off == before:  # pragma: no cover - buffered pieces never start before off
+                break
+        if given_up and why:
+            where = self._where(h, packet) if packet is not None else self._where(h)
+            self._note(
+                h.flow,
+                "tcp.gap",
+                f"{given_up} bytes from offset {first} on were never captured: {why}",
+                where,
+            )
+
+    def _flush(self, h: _Half, ts: float, out: list[TcpEvent], why: str) -> None:
+        """Deliver everything buffered, up to the FIN if one was seen."""
+        if h.nxt < 0:
+            return
+        target = h.off
+        if h.starts:
+            last = h.starts[-1]
+            target = last + h.pend[last][1]
+        if h.fin is not None:
+            target = max(target, h.fin)
+        self._skip_to(h, target, ts, out, why)
+
+    def _acked(self, p: _Half, ack: int, ts: float, packet: int, out: list[TcpEvent]) -> None:
+        """The peer of ``p`` acknowledged ``ack``: holes of ``p`` before it will not be filled."""
+        target = p.off + ((ack - p.nxt) & _MASK)
+        if p.fin is not None and target > p.fin:
+            target = p.fin
+        if target > p.off:
+            why = "the peer acknowledged them, so the capture missed them (dropped packets?)"
+            self._skip_to(p, target, ts, out, why, packet)
+
+    def _fin(self, h: _Half, at: int, ts: float, packet: int, out: list[TcpEvent]) -> None:
+        if h.ended:
+            return
+        if h.fin is not None:
+            if at != h.fin:
+                self._note(
+                    h.flow,
+                    "tcp.fin_moved",
+                    f"a second FIN at offset {at} differs from the first at {h.fin}; "
+                    "the first is kept",
+                    self._where(h, packet),
+                )
+            return
+        h.fin = at = max(at, h.off)
+        h.fast = False
+        starts = h.starts
+        while starts and starts[-1] + h.pend[starts[-1]][1] > at:
+            s = starts[-1]
+            data, size, pts = h.pend[s]
+            cut = s + size - max(s, at)
+            self.stats["beyond_fin_bytes"] += cut
+            h.pend_cost -= cut if data is not None else 0
+            if s >= at:
+                h.pend_cost -= _PIECE_COST
+                del h.pend[s]
+                starts.pop()
+            else:
+                h.pend[s] = (None if data is None else data[: at - s], at - s, pts)
+        if h.off >= at:
+            self._drain(h, ts, out)
+        elif h.peer.ended:
+            self._flush(h, ts, out, "both directions ended without them")
+
+    def _end(self, h: _Half, reason: EndReason, ts: float, out: list[TcpEvent]) -> None:
+        if h.ended:
+            return
+        h.ended = True
+        h.fast = False
+        if reason == "fin" and h.fin is not None:
+            h.off = h.fin + 1  # the FIN takes one sequence number
+            h.nxt = (h.base + h.off) & _MASK
+        h.starts.clear()
+        h.pend.clear()
+        h.pend_cost = 0
+        conn = h.conn
+        d = _direction(h)
+        conn.end[d] = reason
+        out.append(StreamEnded(connection=conn, direction=d, reason=reason, ts=ts))
+        p = h.peer
+        if p.ended:
+            self._drop(h.flow, ts, out)
+        elif p.fin is not None:  # the peer's FIN waits for holes nobody will fill now
+            self._flush(p, ts, out, "both directions ended without them")
+
+    def _reset(self, h: _Half, ts: float, out: list[TcpEvent]) -> None:
+        flow = h.flow
+        for x in (h, h.peer):
+            if not x.ended:
+                self._flush(x, ts, out, "the connection was reset before they came")
+        for x in (h, h.peer):
+            if not flow.dead and not x.ended:
+                self._end(x, "rst", ts, out)
+
+    # -- diagnostics ---------------------------------------------------------------------------
+
+    def _prefix(self) -> str:
+        return f"{self.source_name}: " if self.source_name else ""
+
+    def _where(self, h: _Half, packet: int | None = None) -> str:
+        where = f"{self._prefix()}{h.conn.label(_direction(h))}"
+        return where if packet is None else f"{where}, packet {packet}"
+
+    def _note(self, flow: _Flow, code: str, message: str, location: str) -> None:
+        count = flow.notes.get(code, 0) + 1
+        flow.notes[code] = count
+        if count <= _NOTE_BUDGET:
+            flow.conn.diagnostics.append(Diagnostic(code=code, message=message, location=location))
+
+
+def _direction(h: _Half) -> int:
+    """0 when ``h`` carries client -> server bytes under the connection's current roles."""
+    conn = h.conn
+    if conn.client is h.ep:
+        return 0
+    if conn.server is h.ep:
+        return 1
+    return 0 if conn.client == h.ep else 1  # the consumer rebuilt the tuples
+
+
+def _trim_recent(h: _Half) -> None:
+    recent = h.recent
+    cost = h.recent_cost
+    while cost > _RECENT_KEEP and len(recent) > 1:
+        cost -= len(recent.popleft()[1]) + _PIECE_COST
+    h.recent_cost = cost
+
+
+def _is_new_syn(h: _Half, seq: int) -> bool:
+    """Does a SYN on a known direction start a new connection (rather than repeat one)?"""
+    if h.isn is not None:
+        return seq != h.isn
+    if h.nxt >= 0:  # the direction carried segments before any SYN
+        return True
+    p = h.peer
+    return p.nxt >= 0 and p.isn is None  # the other way carried data without a handshake
+
+
+def _sender_is_client(sport: int, dport: int) -> bool:
+    """Port heuristic for a connection seen without its handshake."""
+    s_server = sport < 1024 or sport in SERVICE_PORTS
+    d_server = dport < 1024 or dport in SERVICE_PORTS
+    if s_server != d_server:
+        return d_server
+    return sport >= dport
+
+
+def _address(packed: bytes) -> str:
+    if len(packed) == 4:
+        return socket.inet_ntop(socket.AF_INET, packed)
+    if len(packed) == 16:
+        return socket.inet_ntop(socket.AF_INET6, packed)
+    return packed.hex()
