@@ -59,6 +59,8 @@ def sniff(
             return "http/1.1", True
         if swap_allowed and len(server) >= SNIFF_BYTES and server.startswith(H2_PREFACE):
             return "h2c", True
+    if not client and not final and len(server) < MIDSTREAM_SNIFF_BYTES:
+        return None, False  # the server spoke first (an h2 SETTINGS frame...): hear the client
     if not swap_allowed:
         enough = len(client) >= SNIFF_BYTES or len(server) >= SNIFF_BYTES
         return ("unknown", False) if (final or enough) else (None, False)

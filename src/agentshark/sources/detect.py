@@ -21,6 +21,7 @@ import orjson
 import yaml
 
 from agentshark.errors import InputError, UnsupportedFormatError
+from agentshark.sources.pcap import MAGICS as PCAP_MAGICS
 
 SniffedFormat = Literal["pcap", "pcapng", "json", "text", "unknown"]
 DocumentKind = Literal["har", "vcr"]
@@ -28,12 +29,6 @@ DocumentKind = Literal["har", "vcr"]
 SNIFF_BYTES = 64
 """How many leading bytes :func:`sniff_format` wants (fewer only when the file is shorter)."""
 
-_PCAP_MAGICS = (
-    b"\xa1\xb2\xc3\xd4",  # microsecond timestamps, big-endian
-    b"\xd4\xc3\xb2\xa1",  # microsecond timestamps, little-endian
-    b"\xa1\xb2\x3c\x4d",  # nanosecond timestamps, big-endian
-    b"\x4d\x3c\xb2\xa1",  # nanosecond timestamps, little-endian
-)
 _PCAPNG_MAGIC = b"\x0a\x0d\x0d\x0a"  # Section Header Block type, the same in both byte orders
 _BOM = codecs.BOM_UTF8
 _WHITESPACE = b" \t\r\n"
@@ -52,7 +47,7 @@ class Document(NamedTuple):
 
 def sniff_format(head: bytes) -> SniffedFormat:
     """The format of a file from its first bytes (pass at least :data:`SNIFF_BYTES`)."""
-    if head[:4] in _PCAP_MAGICS:
+    if head[:4] in PCAP_MAGICS:
         return "pcap"
     if head[:4] == _PCAPNG_MAGIC:
         return "pcapng"
