@@ -198,7 +198,7 @@ def test_trailing_bytes_do_not_change_earlier_events() -> None:
 @given(st.lists(st.tuples(st.integers(0, 1), st.binary(max_size=200)), max_size=12))
 def test_fuzz_any_bytes_only_events(transcript: Transcript) -> None:
     for ev in run(transcript):
-        assert isinstance(ev, HttpEvent.__args__)  # type: ignore[attr-defined]
+        assert isinstance(ev, HttpEvent.__args__)
 
 
 @settings(max_examples=200, deadline=None)

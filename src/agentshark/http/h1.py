@@ -94,6 +94,23 @@ def _is_request_prefix(head: bytes) -> bool:
     )
 
 
+_DIRECT_STATES = frozenset(
+    {State.LENGTH, State.CHUNK_DATA, State.CHUNK_SIZE, State.CHUNK_CRLF, State.UNTIL_CLOSE}
+)
+
+
+def _chunk_size(line: bytes) -> int | None:
+    """The size on a chunk-size line (CR and chunk extensions ignored), None if invalid."""
+    try:
+        size = int(line, 16)
+    except ValueError:
+        m = _CHUNK_SIZE.match(line.lstrip())
+        if m is None:
+            return None
+        size = int(m.group(0), 16)
+    return size if size >= 0 else None
+
+
 class _Direction:
     """Parsing state of one direction. Plain attributes: this runs per segment."""
 
@@ -112,7 +129,7 @@ class _Direction:
     def __init__(self, response: bool) -> None:
         self.response = response
         self.state = State.HEAD
-        self.buf = bytearray()
+        self.buf = b""
         self.buf_ts = 0.0  # arrival time of the first byte in buf
         self.remaining = 0
         self.stream = 0  # stream number of the message being parsed
@@ -142,11 +159,11 @@ class H1Connection:
             d.offset += len(data)
             return out
         if d.buf:
-            d.buf += data
+            data = d.buf + data
+            d.buf = b""
         else:
-            d.buf = bytearray(data)
             d.buf_ts = ts
-        self._run(d, ts, out)
+        self._run(d, data, ts, out)
         return out
 
     def gap(self, direction: int, size: int, ts: float) -> list[HttpEvent]:
@@ -182,7 +199,7 @@ class H1Connection:
                     )
                 )
         d.offset += len(d.buf) + size
-        d.buf = bytearray()
+        d.buf = b""
         d.state = State.RESYNC
         return out
 
@@ -212,7 +229,7 @@ class H1Connection:
             )
         elif d.state is State.RESYNC and d.buf:
             out.append(self._skipped(d, len(d.buf), ts))
-        d.buf = bytearray()
+        d.buf = b""
         if d.state is not State.SWITCHED:
             d.state = State.HEAD
         return out
@@ -223,57 +240,111 @@ class H1Connection:
 
     # -- the state machine ----------------------------------------------------------------
 
-    def _run(self, d: _Direction, ts: float, out: list[HttpEvent]) -> None:
+    def _run(self, d: _Direction, data: bytes, ts: float, out: list[HttpEvent]) -> None:
+        """Consume ``data`` (held bytes first); keep an unfinished head or line in d.buf.
+
+        The hot path: body bytes of a known length or inside a chunk are handed out as
+        slices (the whole segment when it is all body), chunk-size lines parsed in place.
+        """
+        pos = 0
+        n = len(data)
+        stream = d.stream
+        response = d.response
+        while pos < n:
+            state = d.state
+            if state is State.LENGTH or state is State.CHUNK_DATA:
+                take = min(d.remaining, n - pos)
+                chunk = data if take == n else data[pos : pos + take]
+                pos += take
+                d.remaining -= take
+                out.append(BodyData(stream=stream, response=response, data=chunk, ts=ts))
+                if state is State.CHUNK_DATA:
+                    d.chunked_bytes += take
+                    if d.remaining == 0:
+                        d.state = State.CHUNK_CRLF
+                elif d.remaining == 0:
+                    d.offset += pos
+                    data, pos, n = data[pos:], 0, n - pos
+                    self._end_message(d, ts, out, complete=True)
+                    d.buf_ts = ts
+            elif state is State.CHUNK_SIZE:
+                nl = data.find(b"\n", pos)
+                if nl < 0:
+                    if n - pos > MAX_CHUNK_LINE:
+                        d.offset += pos
+                        data, pos, n = data[pos:], 0, n - pos
+                        self._chunk_error(d, ts, out, "chunk-size line too long")
+                        continue
+                    break
+                size = _chunk_size(data[pos:nl])
+                d.chunked_bytes += nl + 1 - pos
+                if size is None:
+                    line = data[pos : nl + 1]
+                    d.offset += pos
+                    data, pos, n = data[pos:], 0, n - pos
+                    self._chunk_error(d, ts, out, f"bad chunk-size line {line[:40]!r}")
+                    continue
+                pos = nl + 1
+                if size == 0:
+                    d.state = State.TRAILERS
+                else:
+                    d.state = State.CHUNK_DATA
+                    d.remaining = size
+            elif state is State.CHUNK_CRLF:
+                if data.startswith(b"\r\n", pos):
+                    pos += 2
+                    d.chunked_bytes += 2
+                    d.state = State.CHUNK_SIZE
+                elif data.startswith(b"\n", pos):
+                    pos += 1
+                    d.chunked_bytes += 1
+                    d.state = State.CHUNK_SIZE
+                elif n - pos == 1 and data[pos] == 13:
+                    break  # a lone CR: its LF is in the next segment
+                else:
+                    d.offset += pos
+                    data, pos, n = data[pos:], 0, n - pos
+                    self._chunk_error(d, ts, out, "chunk data not followed by CRLF")
+            elif state is State.UNTIL_CLOSE:
+                chunk = data if pos == 0 else data[pos:]
+                out.append(BodyData(stream=stream, response=response, data=chunk, ts=ts))
+                pos = n
+            else:
+                # Rare states work on a buffer of their own: heads, trailers, resync.
+                d.offset += pos
+                d.buf = data[pos:]
+                pos = n
+                self._run_buffered(d, ts, out)
+                stream = d.stream
+                if d.state in _DIRECT_STATES and d.buf:
+                    data, pos, n = d.buf, 0, len(d.buf)
+                    d.buf = b""
+                    continue
+                return
+        d.offset += pos
+        if pos < n:
+            d.buf = data[pos:]
+
+    def _run_buffered(self, d: _Direction, ts: float, out: list[HttpEvent]) -> None:
+        """HEAD, TRAILERS, SWITCHED and RESYNC states, on ``d.buf``; returns when the
+        state is one the direct loop handles, or when more bytes are needed."""
         while d.buf:
             state = d.state
-            if state is State.LENGTH:
-                n = d.remaining
-                if len(d.buf) <= n:
-                    chunk = bytes(d.buf)
-                    d.buf = bytearray()
-                else:
-                    chunk = bytes(d.buf[:n])
-                    del d.buf[:n]
-                d.remaining -= len(chunk)
-                d.offset += len(chunk)
-                out.append(BodyData(stream=d.stream, response=d.response, data=chunk, ts=ts))
-                if d.remaining == 0:
-                    self._end_message(d, ts, out, complete=True)
-                d.buf_ts = ts
-            elif state is State.HEAD:
+            if state is State.HEAD:
                 if not self._parse_head(d, ts, out):
-                    return
-            elif state is State.CHUNK_DATA:
-                n = d.remaining
-                take = min(n, len(d.buf))
-                chunk = bytes(d.buf[:take])
-                del d.buf[:take]
-                d.remaining -= take
-                d.offset += take
-                d.chunked_bytes += take
-                out.append(BodyData(stream=d.stream, response=d.response, data=chunk, ts=ts))
-                if d.remaining == 0:
-                    d.state = State.CHUNK_CRLF
-            elif state is State.CHUNK_SIZE or state is State.CHUNK_CRLF:
-                if not self._parse_chunk_line(d, ts, out):
                     return
             elif state is State.TRAILERS:
                 if not self._parse_trailers(d, ts, out):
                     return
-            elif state is State.UNTIL_CLOSE:
-                chunk = bytes(d.buf)
-                d.buf = bytearray()
-                d.offset += len(chunk)
-                out.append(BodyData(stream=d.stream, response=d.response, data=chunk, ts=ts))
             elif state is State.SWITCHED:
                 d.switched_bytes += len(d.buf)
                 d.offset += len(d.buf)
-                d.buf = bytearray()
+                d.buf = b""
             elif state is State.RESYNC:
                 if not self._resync(d, ts, out):
                     return
-            else:  # pragma: no cover - every state is handled above
-                raise AssertionError(state)
+            else:
+                return
 
     def _parse_head(self, d: _Direction, ts: float, out: list[HttpEvent]) -> bool:
         buf = d.buf
@@ -281,7 +352,7 @@ class H1Connection:
         if buf[:1] == b"\r" or buf[:1] == b"\n":
             stripped = buf.lstrip(b"\r\n")
             d.offset += len(buf) - len(stripped)
-            d.buf = buf = bytearray(stripped)
+            d.buf = buf = stripped
             if not buf:
                 return False
         if not (
@@ -304,11 +375,11 @@ class H1Connection:
                 )
                 d.state = State.RESYNC
                 d.offset += 1
-                del buf[:1]
+                d.buf = buf[1:]
                 return True
             return False
-        head = bytes(buf[: m.end()])
-        del buf[: m.end()]
+        head = buf[: m.end()]
+        d.buf = buf[m.end() :]
         started = d.buf_ts
         consumed = len(head)
         if d.response:
@@ -409,7 +480,7 @@ class H1Connection:
             for side in self._dirs:
                 side.switched_bytes += len(side.buf)
                 side.offset += len(side.buf)
-                side.buf = bytearray()
+                side.buf = b""
                 side.state = State.SWITCHED
             return True
         if method == "HEAD" or status in (204, 304):
@@ -447,33 +518,6 @@ class H1Connection:
         d.state = State.CHUNK_SIZE
         d.chunked_bytes = 0
 
-    def _parse_chunk_line(self, d: _Direction, ts: float, out: list[HttpEvent]) -> bool:
-        buf = d.buf
-        nl = buf.find(b"\n")
-        if nl < 0:
-            if len(buf) > MAX_CHUNK_LINE:
-                return self._chunk_error(d, ts, out, "chunk-size line too long")
-            return False
-        line = bytes(buf[: nl + 1])
-        del buf[: nl + 1]
-        d.offset += len(line)
-        d.chunked_bytes += len(line)
-        if d.state is State.CHUNK_CRLF:
-            if line.strip(b"\r\n"):
-                return self._chunk_error(d, ts, out, "chunk data not followed by CRLF")
-            d.state = State.CHUNK_SIZE
-            return True
-        m = _CHUNK_SIZE.match(line)  # chunk-ext after ';' is ignored (RFC 9112 §7.1.1)
-        if m is None:
-            return self._chunk_error(d, ts, out, f"bad chunk-size line {line[:40]!r}")
-        size = int(m.group(0), 16)
-        if size == 0:
-            d.state = State.TRAILERS
-        else:
-            d.state = State.CHUNK_DATA
-            d.remaining = size
-        return True
-
     def _chunk_error(self, d: _Direction, ts: float, out: list[HttpEvent], why: str) -> bool:
         out.append(ParseError(response=d.response, message=why, offset=d.offset, ts=ts))
         self._end_message(d, ts, out, complete=False)
@@ -484,7 +528,7 @@ class H1Connection:
         buf = d.buf
         if buf[:2] == b"\r\n" or buf[:1] == b"\n":
             n = 2 if buf[:1] == b"\r" else 1
-            del buf[:n]
+            d.buf = buf[n:]
             d.offset += n
             d.chunked_bytes += n
             self._end_message(d, ts, out, complete=True)
@@ -494,8 +538,8 @@ class H1Connection:
             if len(buf) > MAX_HEAD:
                 return self._chunk_error(d, ts, out, "trailer section too long")
             return False
-        block = bytes(buf[: m.end()])
-        del buf[: m.end()]
+        block = buf[: m.end()]
+        d.buf = buf[m.end() :]
         d.offset += len(block)
         d.chunked_bytes += len(block)
         self._end_message(d, ts, out, complete=True, trailers=_parse_headers(block))
@@ -508,13 +552,13 @@ class H1Connection:
             if len(d.buf) > RESYNC_WINDOW:
                 drop = len(d.buf) - 64  # keep a tail: a start line may straddle the boundary
                 out.append(self._skipped(d, drop, ts))
-                del d.buf[:drop]
+                d.buf = d.buf[drop:]
                 d.offset += drop
             return False
         skip = m.start(1)
         if skip:
             out.append(self._skipped(d, skip, ts))
-            del d.buf[:skip]
+            d.buf = d.buf[skip:]
             d.offset += skip
         d.state = State.HEAD
         d.buf_ts = ts
@@ -569,6 +613,7 @@ class H1Connection:
         )
         d.state = State.HEAD
         d.remaining = 0
+        d.buf_ts = ts
 
 
 def _parse_headers(block: bytes) -> Headers:

@@ -1,0 +1,583 @@
+"""Shared machinery for the capture generators (``bench/make_capture.py`` and
+``scripts/make_example_capture.py``).
+
+Both generators make packet captures with real third-party software on loopback: a hypercorn
+server (``bench/replay_server.py``) answers with response bodies recorded in the corpus, an
+httpx client sends the matching recorded request bodies, and tcpdump on ``lo`` writes the
+capture. This module holds what they share:
+
+* the tool bootstrap: tcpdump from Debian's packages, hypercorn/httpx/PyYAML in a generator
+  venv under ``bench/.venv-gen`` (never in the project's own ``.venv``);
+* corpus cassettes to :class:`PoolEntry` records (one request with its recorded response),
+  with credentials left out;
+* SSE event splitting and counting, as the WHATWG event-stream rules define them;
+* starting and stopping tcpdump and the replay server.
+
+It imports only the standard library (PyYAML inside functions), so it loads in any Python.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import os
+import queue
+import re
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, TypedDict
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO_ROOT = BENCH_DIR.parent
+OUT_DIR = BENCH_DIR / "out"
+CORPUS_DIR = Path(os.environ.get("AGENTSHARK_CORPUS", REPO_ROOT.parent / "shared" / "corpus"))
+GEN_VENV = BENCH_DIR / ".venv-gen"
+GEN_PYTHON = GEN_VENV / "bin" / "python"
+REPLAY_SERVER = BENCH_DIR / "replay_server.py"
+
+# Pinned to the versions the reference benchmark was built with (shared/reference/perf-anchors.md).
+GEN_REQUIREMENTS = ("hypercorn==0.18.0", "httpx==0.28.1", "h11==0.16.0", "PyYAML>=6.0")
+
+FAKE_BEARER = "Bearer sk-example-not-a-real-key"
+FAKE_ANTHROPIC_KEY = "sk-ant-example-not-a-real-key"
+
+# Request headers copied from a cassette: what an SDK sends about itself. Credentials, cookies,
+# host and framing headers are never copied; the generator adds a fake credential itself.
+_REQUEST_HEADER_KEEP = (
+    "accept",
+    "user-agent",
+    "anthropic-version",
+    "anthropic-beta",
+    "openai-beta",
+    "traceparent",
+)
+_REQUEST_HEADER_KEEP_PREFIX = ("x-stainless-",)
+# Response headers copied from a cassette; the server adds its own date/server/framing.
+_RESPONSE_HEADER_KEEP = (
+    "content-type",
+    "content-encoding",
+    "x-request-id",
+    "request-id",
+    "openai-processing-ms",
+    "openai-version",
+)
+_SECRET_IN_BODY = re.compile(r"sk-(?:ant-|proj-)?[A-Za-z0-9_\-]{16,}")
+
+
+class PoolEntry(TypedDict):
+    """One recorded exchange, ready to replay: the client sends ``req_*``, the server answers
+    ``status``/``resp_*``. ``resp_body`` is text, or base64 of the recorded bytes when
+    ``resp_b64`` (gzip bodies)."""
+
+    id: int
+    source: str
+    method: str
+    path: str
+    req_headers: list[list[str]]
+    req_body: str
+    status: int
+    resp_headers: list[list[str]]
+    resp_body: str
+    resp_b64: bool
+    sse: bool
+
+
+class ToolError(RuntimeError):
+    """A tool the generator needs could not be installed or did not behave."""
+
+
+# --------------------------------------------------------------------------- tool bootstrap
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def ensure_tcpdump() -> str:
+    """Path of tcpdump, installed from Debian's packages when it is absent."""
+    found = shutil.which("tcpdump") or (
+        "/usr/bin/tcpdump" if Path("/usr/bin/tcpdump").exists() else None
+    )
+    if found:
+        return found
+    log("tcpdump is missing: apt-get install tcpdump")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    subprocess.run(["apt-get", "update", "-qq"], check=True, env=env)
+    subprocess.run(["apt-get", "install", "-y", "-qq", "tcpdump"], check=True, env=env)
+    found = shutil.which("tcpdump") or "/usr/bin/tcpdump"
+    if not Path(found).exists():
+        raise ToolError("apt-get install tcpdump did not provide tcpdump")
+    return found
+
+
+def ensure_gen_venv() -> Path:
+    """The generator venv's python, creating the venv and installing into it when needed."""
+    marker = GEN_VENV / ".requirements"
+    wanted = "\n".join(GEN_REQUIREMENTS)
+    if GEN_PYTHON.exists() and marker.exists() and marker.read_text() == wanted:
+        return GEN_PYTHON
+    log(f"creating the generator venv {GEN_VENV} ({', '.join(GEN_REQUIREMENTS)})")
+    subprocess.run([sys.executable, "-m", "venv", "--clear", str(GEN_VENV)], check=True)
+    subprocess.run(
+        [
+            str(GEN_PYTHON),
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--disable-pip-version-check",
+            *GEN_REQUIREMENTS,
+        ],
+        check=True,
+    )
+    marker.write_text(wanted)
+    return GEN_PYTHON
+
+
+def in_gen_venv() -> bool:
+    return Path(sys.prefix).resolve() == GEN_VENV.resolve()
+
+
+def reexec_in_gen_venv(script: Path) -> None:
+    """Make sure the tools exist, then run ``script`` again under the generator venv's python
+    (returns only when already running there)."""
+    if in_gen_venv():
+        return
+    ensure_tcpdump()
+    python = ensure_gen_venv()
+    sys.stderr.flush()
+    os.execv(python, [str(python), str(script), *sys.argv[1:]])
+
+
+def package_versions(*names: str) -> dict[str, str]:
+    from importlib import metadata
+
+    out: dict[str, str] = {}
+    for name in names:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "absent"
+    return out
+
+
+def tcpdump_version(tcpdump: str) -> str:
+    proc = subprocess.run([tcpdump, "--version"], capture_output=True, text=True, check=False)
+    first = (proc.stdout or proc.stderr).splitlines()
+    return first[0].removeprefix("tcpdump version ").strip() if first else "unknown"
+
+
+# --------------------------------------------------------------------------- corpus → entries
+
+
+def load_cassette(path: Path) -> list[dict[str, Any]]:
+    """The interactions of a vcrpy YAML cassette (empty for anything else)."""
+    import yaml
+
+    with path.open("rb") as f:
+        doc = yaml.load(f, Loader=yaml.CSafeLoader)
+    if not isinstance(doc, dict):
+        return []
+    items = doc.get("interactions")
+    if not isinstance(items, list):
+        return []
+    return [it for it in items if isinstance(it, dict) and isinstance(it.get("request"), dict)]
+
+
+def _header_pairs(headers: object) -> list[tuple[str, str]]:
+    """A cassette's ``{name: [values]}`` (values may be one string, or ``!!binary``) as pairs."""
+    if not isinstance(headers, dict):
+        return []
+    pairs: list[tuple[str, str]] = []
+    for name, value in headers.items():
+        values = value if isinstance(value, list) else [value]
+        for v in values:
+            if isinstance(v, bytes):
+                v = v.decode("latin-1")
+            if isinstance(v, str | int | float):
+                pairs.append((str(name), str(v)))
+    return pairs
+
+
+def _first(pairs: list[tuple[str, str]], name: str) -> str | None:
+    return next((v for k, v in pairs if k.lower() == name), None)
+
+
+def scrub_secrets(text: str) -> str:
+    """Replace anything shaped like an API key in a request body with an obviously fake one."""
+    return _SECRET_IN_BODY.sub("sk-example-not-a-real-key", text)
+
+
+def client_headers(pairs: list[tuple[str, str]], path: str) -> list[list[str]]:
+    """The request headers the replay client sends: the SDK's own self-description from the
+    cassette, the JSON content type, and a fake credential (Bearer, or x-api-key for Anthropic
+    Messages) so that redaction has something to show."""
+    out: list[list[str]] = []
+    for name, value in pairs:
+        low = name.lower()
+        if low in _REQUEST_HEADER_KEEP or low.startswith(_REQUEST_HEADER_KEEP_PREFIX):
+            out.append([low, value])
+    out.append(["content-type", "application/json"])
+    if path.endswith("/v1/messages"):
+        out.append(["x-api-key", FAKE_ANTHROPIC_KEY])
+    else:
+        out.append(["authorization", FAKE_BEARER])
+    return out
+
+
+def request_body_text(request: dict[str, Any]) -> str | None:
+    """The request body as text: the recorded string, or a ``parsed_body`` mapping serialized
+    the way httpx's ``json=`` does (compact, UTF-8)."""
+    if "parsed_body" in request and request["parsed_body"] is not None:
+        return json.dumps(request["parsed_body"], ensure_ascii=False, separators=(",", ":"))
+    body = request.get("body")
+    if isinstance(body, dict):  # older vcrpy: {"string": ...}
+        body = body.get("string")
+    if isinstance(body, bytes):
+        try:
+            body = body.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    return body if isinstance(body, str) and body else None
+
+
+def _response_body(response: dict[str, Any]) -> bytes | None:
+    if "parsed_body" in response and response["parsed_body"] is not None:
+        return json.dumps(response["parsed_body"], ensure_ascii=False).encode()
+    body = response.get("body")
+    if isinstance(body, dict):
+        body = body.get("string")
+    if isinstance(body, str):
+        return body.encode()
+    if isinstance(body, bytes):
+        return body
+    return None
+
+
+def entry_from_interaction(
+    interaction: dict[str, Any], source: str, *, path: str | None = None, entry_id: int = 0
+) -> PoolEntry | None:
+    """A replayable entry for one cassette interaction, or None when it cannot be replayed as a
+    plain HTTP/1.1 JSON or SSE exchange (binary bodies, no response body). ``path`` overrides
+    the request path (gateway prefixes normalized to ``/v1/...``)."""
+    from urllib.parse import urlsplit
+
+    request = interaction["request"]
+    response = interaction.get("response")
+    if not isinstance(response, dict):
+        return None
+    method = str(request.get("method", "")).upper()
+    req_path = path or urlsplit(str(request.get("uri", ""))).path
+    req_text = request_body_text(request)
+    status = (response.get("status") or {}).get("code")
+    body = _response_body(response)
+    if req_text is None or body is None or not isinstance(status, int) or not body:
+        return None
+    rpairs = _header_pairs(response.get("headers"))
+    ctype = _first(rpairs, "content-type") or ""
+    cenc = (_first(rpairs, "content-encoding") or "").strip().lower()
+    is_gzip = body[:2] == b"\x1f\x8b"
+    sse = "text/event-stream" in ctype.lower()
+    if is_gzip and cenc != "gzip":
+        return None
+    if is_gzip and sse:
+        return None  # a gzip token stream cannot be sent event by event
+    if not is_gzip:
+        try:
+            body.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    if not ctype:
+        sse = body.lstrip().startswith((b"data:", b"event:"))
+        ctype = "text/event-stream; charset=utf-8" if sse else "application/json"
+    resp_headers: list[list[str]] = []
+    for name, value in rpairs:
+        low = name.lower()
+        if low not in _RESPONSE_HEADER_KEEP or (low == "content-encoding" and not is_gzip):
+            continue
+        if low == "content-type" and any(h[0] == "content-type" for h in resp_headers):
+            continue
+        resp_headers.append([low, value])
+    if not any(h[0] == "content-type" for h in resp_headers):
+        resp_headers.insert(0, ["content-type", ctype])
+    return PoolEntry(
+        id=entry_id,
+        source=source,
+        method=method,
+        path=req_path,
+        req_headers=client_headers(_header_pairs(request.get("headers")), req_path),
+        req_body=scrub_secrets(req_text),
+        status=status,
+        resp_headers=resp_headers,
+        resp_body=base64.b64encode(body).decode() if is_gzip else body.decode("utf-8"),
+        resp_b64=is_gzip,
+        sse=sse,
+    )
+
+
+def response_bytes(entry: PoolEntry) -> bytes:
+    """The recorded response body exactly as the server sends it (before HTTP framing)."""
+    if entry["resp_b64"]:
+        return base64.b64decode(entry["resp_body"])
+    return entry["resp_body"].encode("utf-8")
+
+
+def decoded_response_bytes(entry: PoolEntry) -> bytes:
+    body = response_bytes(entry)
+    return gzip.decompress(body) if entry["resp_b64"] else body
+
+
+def write_json(path: Path, data: object) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    tmp.replace(path)
+
+
+# --------------------------------------------------------------------------- SSE
+
+# One line and its terminator: CRLF, CR or LF (event-stream rules; str.splitlines is wrong here).
+_SSE_LINE = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def _sse_lines(body: bytes) -> Iterator[tuple[bytes, bool]]:
+    """(line content, terminated) for each line of ``body``."""
+    for m in _SSE_LINE.finditer(body):
+        line = m.group()
+        stripped = line.rstrip(b"\r\n")
+        yield stripped, len(stripped) != len(line)
+
+
+def split_sse_events(body: bytes) -> list[bytes]:
+    """``body`` cut after each blank line, so that each piece is one event (with its blank
+    line); whatever follows the last blank line is the last piece. ``b"".join`` gives ``body``
+    back."""
+    pieces: list[bytes] = []
+    start = 0
+    pos = 0
+    for m in _SSE_LINE.finditer(body):
+        pos = m.end()
+        if m.group() in (b"\n", b"\r\n", b"\r") and pos - start > len(m.group()):
+            pieces.append(body[start:pos])
+            start = pos
+    if start < len(body):
+        if pieces and not body[start:].strip(b"\r\n"):
+            pieces[-1] += body[start:]
+        else:
+            pieces.append(body[start:])
+    return pieces
+
+
+class SseCount(TypedDict):
+    data_events: int
+    done_markers: int
+    unterminated_tail: bool
+
+
+def count_sse(body: bytes) -> SseCount:
+    """Events with at least one ``data`` field that a conforming parser dispatches (a blank line
+    ends each), how many of them are ``[DONE]``, and whether data was left after the last
+    blank line (recorded bodies whose trailing newline was lost: not dispatched by the rules)."""
+    events = 0
+    done = 0
+    data: list[bytes] | None = None
+    for line, _terminated in _sse_lines(body):
+        if not line:
+            if data is not None:
+                events += 1
+                done += b"\n".join(data).strip() == b"[DONE]"
+            data = None
+            continue
+        if line.startswith(b":"):
+            continue
+        field, _, value = line.partition(b":")
+        if field == b"data":
+            (data := data if data is not None else []).append(value.removeprefix(b" "))
+    return SseCount(data_events=events, done_markers=done, unterminated_tail=data is not None)
+
+
+# --------------------------------------------------------------------------- processes
+
+
+def port_is_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def is_listening(port: int) -> bool:
+    """Whether something listens on 127.0.0.1:``port``, read from /proc/net/tcp so that the
+    check itself sends no packet (a connect probe would end up in the capture)."""
+    want = f"0100007F:{port:04X}"
+    try:
+        lines = Path("/proc/net/tcp").read_text().splitlines()[1:]
+    except OSError:
+        return False
+    return any(f[1] == want and f[3] == "0A" for f in (ln.split() for ln in lines) if len(f) > 3)
+
+
+def wait_listening(port: int, proc: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if is_listening(port):
+            return
+        if proc.poll() is not None:
+            raise ToolError(f"replay server exited with {proc.returncode} before listening")
+        time.sleep(0.05)
+    raise ToolError(f"replay server did not listen on 127.0.0.1:{port} within {timeout:.0f} s")
+
+
+def start_replay_server(
+    pool_path: Path, port: int, sse_delay_ms: float, log_path: Path
+) -> subprocess.Popen[bytes]:
+    """hypercorn serving ``pool_path`` on 127.0.0.1:``port``, listening when this returns."""
+    if not port_is_free(port):
+        raise ToolError(f"port {port} is busy on 127.0.0.1: pick another with --port")
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("wb") as logf:
+        proc = subprocess.Popen(
+            [
+                str(GEN_PYTHON),
+                str(REPLAY_SERVER),
+                "--pool",
+                str(pool_path),
+                "--port",
+                str(port),
+                "--sse-delay-ms",
+                str(sse_delay_ms),
+            ],
+            stdout=logf,
+            stderr=subprocess.STDOUT,
+        )
+    wait_listening(port, proc)
+    return proc
+
+
+def stop_process(proc: subprocess.Popen[bytes], timeout: float = 15.0) -> int:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return proc.returncode
+
+
+class Tcpdump:
+    """``tcpdump -i lo --immediate-mode -s 0 -U -B <KiB> -w FILE 'tcp port N'``, ready when
+    :meth:`start` returns (it said "listening on"), stopped with SIGINT so that it flushes and
+    prints its counters, which :meth:`stop` returns.
+
+    Immediate mode matters: without it libpcap hands packets over a kernel block at a time, and
+    the packets of a block not yet handed over when SIGINT arrives are lost (a small capture
+    can come out empty)."""
+
+    def __init__(self, tcpdump: str, out: Path, port: int, buffer_kib: int = 262144) -> None:
+        self.argv = [
+            tcpdump,
+            "-i",
+            "lo",
+            "--immediate-mode",
+            "-s",
+            "0",
+            "-U",
+            "-B",
+            str(buffer_kib),
+            "-Z",
+            "root",
+            "-w",
+            str(out),
+            f"tcp port {port}",
+        ]
+        self.out = out
+        self._proc: subprocess.Popen[str] | None = None
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        self._stderr: list[str] = []
+
+    def _pump(self) -> None:
+        assert self._proc is not None and self._proc.stderr is not None
+        for line in self._proc.stderr:
+            self._lines.put(line.rstrip("\n"))
+        self._lines.put(None)
+
+    def start(self, timeout: float = 15.0) -> None:
+        self.out.parent.mkdir(parents=True, exist_ok=True)
+        self.out.unlink(missing_ok=True)
+        self._proc = subprocess.Popen(
+            self.argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        )
+        threading.Thread(target=self._pump, daemon=True).start()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                line = self._lines.get(timeout=0.1)
+            except queue.Empty:
+                continue
+            if line is None:
+                raise ToolError(f"tcpdump exited early: {' / '.join(self._stderr)}")
+            self._stderr.append(line)
+            if "listening on" in line:
+                return
+        raise ToolError("tcpdump did not say 'listening on' in time")
+
+    def stop(self, linger: float = 0.5) -> dict[str, int]:
+        """Stop after ``linger`` seconds (the last FIN/ACKs), return tcpdump's counters."""
+        assert self._proc is not None
+        time.sleep(linger)
+        self._proc.send_signal(signal.SIGINT)
+        try:
+            self._proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self._proc.terminate()
+            self._proc.wait(10)
+        while (line := self._lines.get(timeout=5)) is not None:
+            self._stderr.append(line)
+        counters: dict[str, int] = {}
+        for line in self._stderr:
+            m = re.match(
+                r"(\d+) (packets? (?:captured|received by filter|dropped by kernel))", line
+            )
+            if m:
+                counters[m.group(2).replace("packet ", "packets ")] = int(m.group(1))
+        if "packets dropped by kernel" not in counters:
+            raise ToolError(f"tcpdump printed no counters: {' / '.join(self._stderr)}")
+        return counters
+
+
+def capture_complete(counters: dict[str, int]) -> bool:
+    """Whether tcpdump wrote every packet its filter accepted: nothing dropped by the kernel,
+    and on ``lo`` (where the filter sees each packet twice, once outgoing and once incoming,
+    and libpcap keeps one) captured is exactly half of received."""
+    return (
+        counters["packets dropped by kernel"] == 0
+        and 2 * counters["packets captured"] == counters["packets received by filter"]
+    )
+
+
+def pcap_packet_count(path: Path) -> int:
+    """Records in a classic pcap file (the generators' own output), read record by record."""
+    with path.open("rb") as f:
+        head = f.read(24)
+        if len(head) < 24:
+            return 0
+        endian = "<" if head[:4] in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1") else ">"
+        rec = struct.Struct(endian + "IIII")
+        n = 0
+        while len(hdr := f.read(16)) == 16:
+            f.seek(rec.unpack(hdr)[2], os.SEEK_CUR)
+            n += 1
+    return n

@@ -1,0 +1,385 @@
+"""Make a big loopback capture of replayed agent traffic for the benchmark.
+
+    python3 bench/make_capture.py              # bench/out/bench_h1.pcap, 220 MB
+    python3 bench/make_capture.py --mb 440     # bench/out/bench_h1_440mb.pcap
+
+Real software on loopback: a hypercorn server (``bench/replay_server.py``) answers POST
+/v1/chat/completions, /v1/responses and /v1/messages with the response bodies recorded in the
+corpus cassettes (JSON, gzip JSON, SSE sent event by event), and ``--conns`` concurrent httpx
+keep-alive connections send the recorded request bodies, each connection closed and reopened
+after ``--per-conn`` exchanges, until tcpdump's file reaches ``--mb``. Every response is checked
+byte for byte by the client. tcpdump must drop nothing: on drops the run is retried slower.
+
+Writes ``bench/out/<name>.pcap``, ``<name>.truth.json`` (counts from the client's own records)
+and ``<name>.exchanges.jsonl`` (one line per exchange, in completion order). The pool of
+replayable exchanges is built once from the corpus and cached in ``bench/out/pool.json``.
+The script installs what it needs (tcpdump via apt-get, a venv in ``bench/.venv-gen``) and
+re-runs itself in that venv.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import collections
+import hashlib
+import importlib
+import json
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Any, TypedDict
+
+import genlib
+
+PATH_SUFFIXES = ("/v1/chat/completions", "/v1/responses", "/v1/messages")
+MAX_BODY_BYTES = 4 * 1024 * 1024
+POOL_VERSION = 1
+
+
+class ExchangeRecord(TypedDict):
+    seq: int
+    conn: int
+    client_port: int
+    entry: int
+    path: str
+    status: int
+    sse: bool
+    sse_data_events: int
+    sse_done: int
+    request_body_bytes: int
+    response_body_bytes: int
+    response_decoded_bytes: int
+    ok: bool
+    t_start: float
+    t_end: float
+
+
+# --------------------------------------------------------------------------- the pool
+
+
+def _manifest_digest(corpus: Path) -> str:
+    return hashlib.sha256((corpus / "manifest.jsonl").read_bytes()).hexdigest()
+
+
+def build_pool(corpus: Path) -> dict[str, Any]:
+    """Every distinct 200-status POST to the three endpoints found in the corpus cassettes
+    (gateway prefixes such as /openai/v1/... normalized to /v1/...), keyed by path and body."""
+    t0 = time.monotonic()
+    files: list[str] = []
+    with (corpus / "manifest.jsonl").open() as f:
+        for line in f:
+            item = json.loads(line)
+            if item.get("format") == "vcr-yaml":
+                files.append(item["file"])
+    entries: list[genlib.PoolEntry] = []
+    seen: set[tuple[str, str]] = set()
+    cassettes: set[str] = set()
+    for rel in sorted(files):
+        try:
+            interactions = genlib.load_cassette(corpus / rel)
+        except Exception as exc:  # noqa: BLE001 - a cassette PyYAML cannot read is skipped
+            genlib.log(f"skipping {rel}: {type(exc).__name__}")
+            continue
+        for i, it in enumerate(interactions):
+            req = it["request"]
+            uri = str(req.get("uri", ""))
+            suffix = next((s for s in PATH_SUFFIXES if uri.split("?")[0].endswith(s)), None)
+            if suffix is None or str(req.get("method", "")).upper() != "POST":
+                continue
+            entry = genlib.entry_from_interaction(
+                it, f"{rel}#{i}", path=suffix, entry_id=len(entries)
+            )
+            if entry is None or entry["status"] != 200:
+                continue
+            if len(entry["req_body"]) > MAX_BODY_BYTES or len(entry["resp_body"]) > MAX_BODY_BYTES:
+                continue
+            key = (entry["path"], entry["req_body"])
+            if key in seen:
+                continue
+            seen.add(key)
+            cassettes.add(rel)
+            entries.append(entry)
+    genlib.log(
+        f"pool: {len(entries)} exchanges from {len(cassettes)} cassettes "
+        f"({sum(e['sse'] for e in entries)} SSE) in {time.monotonic() - t0:.1f} s"
+    )
+    return {
+        "version": POOL_VERSION,
+        "corpus": str(corpus),
+        "manifest_sha256": _manifest_digest(corpus),
+        "cassettes": len(cassettes),
+        "entries": entries,
+    }
+
+
+def load_pool(corpus: Path, pool_path: Path, rebuild: bool) -> dict[str, Any]:
+    if pool_path.exists() and not rebuild:
+        pool: dict[str, Any] = json.loads(pool_path.read_text())
+        if pool.get("version") == POOL_VERSION and pool.get("manifest_sha256") == _manifest_digest(
+            corpus
+        ):
+            return pool
+    pool = build_pool(corpus)
+    genlib.write_json(pool_path, pool)
+    return pool
+
+
+# --------------------------------------------------------------------------- the client
+
+
+class Run:
+    """The client side of one capture attempt: ``conns`` workers, each a sequence of
+    keep-alive connections of ``per_conn`` exchanges, until ``stop`` is set."""
+
+    def __init__(
+        self, entries: list[genlib.PoolEntry], base_url: str, args: argparse.Namespace, conns: int
+    ) -> None:
+        self.entries = entries
+        self.expected = [genlib.response_bytes(e) for e in entries]
+        self.decoded_len = [len(genlib.decoded_response_bytes(e)) for e in entries]
+        self.bodies = [e["req_body"].encode() for e in entries]
+        self.headers = [[(k, v) for k, v in e["req_headers"]] for e in entries]
+        self.base_url = base_url
+        self.args = args
+        self.conns = conns
+        self.rng = random.Random(args.seed)
+        self.stop = asyncio.Event()
+        self.records: list[ExchangeRecord] = []
+        self.connections = 0
+        self.failures: list[str] = []
+
+    async def worker(self, wid: int) -> None:
+        httpx = importlib.import_module("httpx")
+        limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+        while not self.stop.is_set():
+            self.connections += 1
+            conn_no = self.connections
+            async with httpx.AsyncClient(
+                base_url=self.base_url, limits=limits, timeout=60.0, http1=True, http2=False
+            ) as client:
+                for _ in range(self.args.per_conn):
+                    if self.stop.is_set() or len(self.records) >= self.args.max_exchanges:
+                        self.stop.set()
+                        break
+                    await self.exchange(client, conn_no, self.rng.randrange(len(self.entries)))
+
+    async def exchange(self, client: Any, conn_no: int, idx: int) -> None:
+        entry = self.entries[idx]
+        t_start = time.time()
+        async with client.stream(
+            entry["method"], entry["path"], content=self.bodies[idx], headers=self.headers[idx]
+        ) as resp:
+            raw = b"".join([chunk async for chunk in resp.aiter_raw()])
+            addr = resp.extensions["network_stream"].get_extra_info("client_addr")
+            status = resp.status_code
+        ok = status == entry["status"] and raw == self.expected[idx]
+        if not ok and len(self.failures) < 20:
+            self.failures.append(
+                f"entry {idx} ({entry['source']}): status {status}, "
+                f"{len(raw)} bytes, expected {len(self.expected[idx])}"
+            )
+        sse = genlib.count_sse(raw) if entry["sse"] else None
+        self.records.append(
+            ExchangeRecord(
+                seq=len(self.records),
+                conn=conn_no,
+                client_port=int(addr[1]),
+                entry=idx,
+                path=entry["path"],
+                status=status,
+                sse=entry["sse"],
+                sse_data_events=sse["data_events"] if sse else 0,
+                sse_done=sse["done_markers"] if sse else 0,
+                request_body_bytes=len(self.bodies[idx]),
+                response_body_bytes=len(raw),
+                response_decoded_bytes=self.decoded_len[idx],
+                ok=ok,
+                t_start=round(t_start, 6),
+                t_end=round(time.time(), 6),
+            )
+        )
+
+    async def watch(self, pcap: Path, target_bytes: int) -> None:
+        started = time.monotonic()
+        last_report = started
+        while not self.stop.is_set():
+            await asyncio.sleep(0.25)
+            size = pcap.stat().st_size if pcap.exists() else 0
+            now = time.monotonic()
+            if now - last_report >= 15:
+                last_report = now
+                genlib.log(
+                    f"  {size / 1e6:7.1f} MB, {len(self.records)} exchanges, "
+                    f"{len(self.records) / (now - started):.0f}/s"
+                )
+            if size >= target_bytes or now - started > self.args.max_seconds:
+                self.stop.set()
+
+    async def main(self, pcap: Path, target_bytes: int) -> None:
+        watcher = asyncio.create_task(self.watch(pcap, target_bytes))
+        await asyncio.gather(*(self.worker(w) for w in range(self.conns)))
+        self.stop.set()
+        await watcher
+
+
+# --------------------------------------------------------------------------- orchestration
+
+
+def summarize(records: list[ExchangeRecord]) -> dict[str, Any]:
+    sse = [r for r in records if r["sse"]]
+    return {
+        "exchanges": len(records),
+        "sse_responses": len(sse),
+        "sse_data_events": sum(r["sse_data_events"] for r in sse),
+        "sse_done_markers": sum(r["sse_done"] for r in sse),
+        "json_responses": len(records) - len(sse),
+        "request_body_bytes": sum(r["request_body_bytes"] for r in records),
+        "response_body_bytes": sum(r["response_body_bytes"] for r in records),
+        "response_decoded_bytes": sum(r["response_decoded_bytes"] for r in records),
+        "connections": len({r["client_port"] for r in records}),
+        "paths": dict(collections.Counter(r["path"] for r in records).most_common()),
+        "statuses": {
+            str(k): v for k, v in collections.Counter(r["status"] for r in records).most_common()
+        },
+        "mismatches": sum(not r["ok"] for r in records),
+    }
+
+
+def attempt(
+    entries: list[genlib.PoolEntry],
+    args: argparse.Namespace,
+    tcpdump: str,
+    pool_path: Path,
+    pcap: Path,
+    conns: int,
+    sse_delay_ms: float,
+) -> tuple[Run, dict[str, int], float]:
+    server_log = genlib.OUT_DIR / f"{args.name}.server.log"
+    server = genlib.start_replay_server(pool_path, args.port, sse_delay_ms, server_log)
+    dump = genlib.Tcpdump(tcpdump, pcap, args.port, buffer_kib=args.buffer_kib)
+    try:
+        dump.start()
+        t0 = time.monotonic()
+        run = Run(entries, f"http://127.0.0.1:{args.port}", args, conns)
+        asyncio.run(run.main(pcap, int(args.mb * 1e6)))
+        client_seconds = time.monotonic() - t0
+        counters = dump.stop()
+    finally:
+        rc = genlib.stop_process(server)
+    if rc not in (0, -15):
+        genlib.log(f"replay server exited with {rc} (log: {server_log})")
+    return run, counters, client_seconds
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--mb", type=float, default=220, help="stop at this capture size (MB, 1e6)")
+    ap.add_argument("--name", help="output name (default bench_h1, or bench_h1_<mb>mb)")
+    ap.add_argument("--port", type=int, default=18080)
+    ap.add_argument("--conns", type=int, default=6, help="concurrent keep-alive connections")
+    ap.add_argument("--per-conn", type=int, default=200, help="exchanges before reconnecting")
+    ap.add_argument("--sse-delay-ms", type=float, default=1.0, help="pause between SSE events")
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--corpus", type=Path, default=genlib.CORPUS_DIR)
+    ap.add_argument("--rebuild-pool", action="store_true")
+    ap.add_argument("--buffer-kib", type=int, default=262144, help="tcpdump -B")
+    ap.add_argument("--max-seconds", type=float, default=900, help="stop the client anyway")
+    ap.add_argument("--max-exchanges", type=int, default=2_000_000)
+    ap.add_argument("--attempts", type=int, default=3, help="tries when tcpdump drops packets")
+    args = ap.parse_args()
+    if args.name is None:
+        args.name = "bench_h1" if args.mb == 220 else f"bench_h1_{args.mb:g}mb"
+
+    genlib.reexec_in_gen_venv(Path(__file__))
+    t_total = time.monotonic()
+    tcpdump = genlib.ensure_tcpdump()
+    pool_path = genlib.OUT_DIR / "pool.json"
+    pool = load_pool(args.corpus.resolve(), pool_path, args.rebuild_pool)
+    entries: list[genlib.PoolEntry] = pool["entries"]
+    pcap = genlib.OUT_DIR / f"{args.name}.pcap"
+
+    conns, delay = args.conns, args.sse_delay_ms
+    for n in range(1, args.attempts + 1):
+        genlib.log(
+            f"attempt {n}: {args.mb:g} MB on 127.0.0.1:{args.port}, {conns} connections, "
+            f"SSE delay {delay:g} ms -> {pcap}"
+        )
+        run, counters, client_seconds = attempt(
+            entries, args, tcpdump, pool_path, pcap, conns, delay
+        )
+        dropped = counters["packets dropped by kernel"]
+        if genlib.capture_complete(counters):
+            break
+        genlib.log(f"tcpdump lost packets ({counters}): retrying slower")
+        conns, delay = max(2, conns - 2), delay * 2
+    else:
+        genlib.log("tcpdump kept dropping packets: giving up")
+        return 1
+
+    summary = summarize(run.records)
+    packets = genlib.pcap_packet_count(pcap)
+    truth: dict[str, Any] = {
+        "capture": args.name,
+        "pcap": pcap.name,
+        "pcap_bytes": pcap.stat().st_size,
+        "packets": packets,
+        "port": args.port,
+        "base_url": f"http://127.0.0.1:{args.port}",
+        "link_type": "EN10MB (Linux loopback, zeroed MACs)",
+        **summary,
+        "client_seconds": round(client_seconds, 2),
+        "generation_seconds": round(time.monotonic() - t_total, 2),
+        "tcpdump": counters,
+        "settings": {
+            "conns": conns,
+            "per_conn": args.per_conn,
+            "sse_delay_ms": delay,
+            "seed": args.seed,
+            "target_mb": args.mb,
+            "buffer_kib": args.buffer_kib,
+            "attempts": n,
+        },
+        "pool": {
+            "entries": len(entries),
+            "sse_entries": sum(e["sse"] for e in entries),
+            "cassettes": pool["cassettes"],
+            "file": "pool.json",
+        },
+        "software": {
+            **genlib.package_versions("hypercorn", "httpx", "h11", "httpcore"),
+            "python": sys.version.split()[0],
+            "tcpdump": genlib.tcpdump_version(tcpdump),
+            "server": "hypercorn, plain ASGI replay app (bench/replay_server.py)",
+            "client": "httpx.AsyncClient, one connection per client",
+        },
+        "definitions": {
+            "exchanges": "request/response pairs completed by the client",
+            "sse_data_events": "events with a data field dispatched by the event-stream rules "
+            "(blank-line terminated), [DONE] included",
+            "response_body_bytes": "body bytes after HTTP/1.1 chunked framing is removed, "
+            "before gzip is undone",
+            "response_decoded_bytes": "the same after gzip is undone",
+            "connections": "distinct client TCP ports",
+        },
+    }
+    genlib.write_json(genlib.OUT_DIR / f"{args.name}.truth.json", truth)
+    with (genlib.OUT_DIR / f"{args.name}.exchanges.jsonl").open("w") as f:
+        f.writelines(json.dumps(r) + "\n" for r in run.records)
+    genlib.log(
+        f"{pcap}: {truth['pcap_bytes'] / 1e6:.1f} MB, {packets} packets, "
+        f"{summary['exchanges']} exchanges ({summary['sse_responses']} SSE, "
+        f"{summary['sse_data_events']} data events), {summary['connections']} "
+        f"connections, {summary['mismatches']} mismatches, dropped {dropped}, "
+        f"{truth['generation_seconds']:.0f} s"
+    )
+    for failure in run.failures:
+        genlib.log(f"mismatch: {failure}")
+    return 1 if summary["mismatches"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,138 @@
+"""A hypercorn server that answers each request with the response recorded for it.
+
+Runs in the generator venv (``bench/.venv-gen``), started by ``genlib.start_replay_server``::
+
+    bench/.venv-gen/bin/python bench/replay_server.py --pool POOL.json --port N [--sse-delay-ms 1]
+
+``POOL.json`` is a list of ``genlib.PoolEntry`` (or an object with them in ``entries``). A
+request is matched on (method, path, body) exactly, so the wire carries nothing but what the
+recorded client sent. JSON bodies go out in one write with a Content-Length; SSE bodies go out
+one event per write (HTTP/1.1 chunk) with ``--sse-delay-ms`` between events, as a real token
+stream does, so that each event is its own TCP segment. An unmatched request gets a 599 JSON
+error (the client counts it as a mismatch). The app is plain ASGI: no framework between
+hypercorn and the bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import json
+import signal
+from collections.abc import Awaitable, Callable, MutableMapping
+from pathlib import Path
+from typing import Any
+
+import genlib
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+
+class Reply:
+    __slots__ = ("chunks", "headers", "status", "stream")
+
+    def __init__(self, entry: genlib.PoolEntry) -> None:
+        body = genlib.response_bytes(entry)
+        self.status = entry["status"]
+        self.stream = entry["sse"]
+        self.headers = [
+            (k.encode("latin-1"), v.encode("latin-1")) for k, v in entry["resp_headers"]
+        ]
+        if entry["sse"]:
+            self.chunks = genlib.split_sse_events(body)
+        else:
+            self.chunks = [body]
+            self.headers.append((b"content-length", str(len(body)).encode()))
+
+
+def load_table(pool_path: Path) -> dict[tuple[str, str, bytes], Reply]:
+    data = json.loads(pool_path.read_text())
+    entries: list[genlib.PoolEntry] = data["entries"] if isinstance(data, dict) else data
+    table: dict[tuple[str, str, bytes], Reply] = {}
+    for e in entries:
+        table.setdefault((e["method"], e["path"], e["req_body"].encode()), Reply(e))
+    return table
+
+
+def make_app(
+    table: dict[tuple[str, str, bytes], Reply], sse_delay: float
+) -> Callable[[Scope, Receive, Send], Awaitable[None]]:
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                msg = await receive()
+                if msg["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif msg["type"] == "lifespan.shutdown":
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        if scope["type"] != "http":
+            return
+        parts: list[bytes] = []
+        while True:
+            msg = await receive()
+            parts.append(msg.get("body", b""))
+            if not msg.get("more_body"):
+                break
+        reply = table.get((scope["method"], scope["path"], b"".join(parts)))
+        if reply is None:
+            body = b'{"error":{"message":"no recorded response for this request"}}'
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 599,
+                    "headers": [
+                        (b"content-type", b"application/json"),
+                        (b"content-length", str(len(body)).encode()),
+                    ],
+                }
+            )
+            await send({"type": "http.response.body", "body": body})
+            return
+        await send(
+            {"type": "http.response.start", "status": reply.status, "headers": reply.headers}
+        )
+        if not reply.stream:
+            await send({"type": "http.response.body", "body": reply.chunks[0]})
+            return
+        for i, chunk in enumerate(reply.chunks):
+            if i and sse_delay > 0:
+                await asyncio.sleep(sse_delay)
+            await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await send({"type": "http.response.body", "body": b""})
+
+    return app
+
+
+async def serve(pool_path: Path, port: int, sse_delay: float) -> None:
+    config_mod = importlib.import_module("hypercorn.config")
+    hyper_asyncio = importlib.import_module("hypercorn.asyncio")
+    config = config_mod.Config()
+    config.bind = [f"127.0.0.1:{port}"]
+    config.keep_alive_timeout = 120
+    config.keep_alive_max_requests = 1_000_000
+    config.accesslog = None
+    config.graceful_timeout = 2
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    app = make_app(load_table(pool_path), sse_delay)
+    await hyper_asyncio.serve(app, config, shutdown_trigger=stop.wait)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--pool", type=Path, required=True)
+    ap.add_argument("--port", type=int, required=True)
+    ap.add_argument("--sse-delay-ms", type=float, default=1.0)
+    args = ap.parse_args()
+    asyncio.run(serve(args.pool, args.port, args.sse_delay_ms / 1000))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,5 @@
+import sys
+
+from agentshark.cli import main
+
+sys.exit(main())

@@ -1,0 +1,153 @@
+"""The command line: argument parsing and choosing a writer; nothing else."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from agentshark import __version__
+from agentshark.output.jsonreport import JsonReportWriter
+from agentshark.output.report import RenderOptions
+from agentshark.output.text import TextWriter
+from agentshark.pipeline import Options, SourceReport, run
+
+PROGRESS_MIN_BYTES = 32 << 20
+
+
+def _size_arg(text: str) -> int:
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    t = text.strip().lower().removesuffix("ib").removesuffix("b")
+    mult = units.get(t[-1:], 1)
+    number = t[:-1] if t[-1:] in units else t
+    try:
+        return int(float(number) * mult)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (try 256M)") from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="agentshark",
+        description="See exactly what AI agents say on the wire.",
+    )
+    parser.add_argument("--version", action="version", version=f"agentshark {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    ex = sub.add_parser(
+        "exchanges",
+        help="list the HTTP exchanges in captures, HAR files and cassettes",
+        description="Read pcap/pcapng captures, HAR 1.2 files and vcrpy cassettes (format "
+        "detected from content; '-' reads standard input) and report every HTTP exchange.",
+    )
+    ex.add_argument("files", nargs="+", metavar="FILE")
+    ex.add_argument("--format", choices=("text", "json"), default="text")
+    ex.add_argument(
+        "--events",
+        action="store_true",
+        help="include body pieces and stream events (SSE, NDJSON...) per exchange",
+    )
+    ex.add_argument(
+        "--no-redact",
+        action="store_true",
+        help="show credentials (Authorization, API keys, cookies) as captured",
+    )
+    ex.add_argument(
+        "--max-body",
+        type=_size_arg,
+        default=Options().max_body,
+        metavar="SIZE",
+        help="decoded size limit per body (default 256M)",
+    )
+    ex.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE")
+    ex.add_argument("--no-progress", action="store_true", help="never show a progress bar")
+    return parser
+
+
+class _Progress:
+    """A one-line progress bar on stderr, redrawn at most five times a second."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self._last = 0.0
+        self._start = time.monotonic()
+        self.shown = False
+
+    def __call__(self, done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - self._last < 0.2 and done < total:
+            return
+        self._last = now
+        mb = done / 1e6
+        rate = mb / max(now - self._start, 1e-6)
+        if total:
+            frac = min(done / total, 1.0)
+            bar = "#" * int(frac * 30)
+            text = (
+                f"\r[{bar:<30}] {frac * 100:5.1f}%  {mb:,.0f}/{total / 1e6:,.0f} MB  "
+                f"{rate:,.0f} MB/s"
+            )
+        else:
+            text = f"\r{mb:,.0f} MB  {rate:,.0f} MB/s"
+        self._stream.write(text)
+        self._stream.flush()
+        self.shown = True
+
+    def finish(self) -> None:
+        if self.shown:
+            self._stream.write("\n")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return _exchanges(args)
+
+
+def _exchanges(args: argparse.Namespace) -> int:
+    render = RenderOptions(redact=not args.no_redact, events=args.events, max_body=args.max_body)
+    total = sum(Path(f).stat().st_size for f in args.files if f != "-" and Path(f).is_file())
+    progress = None
+    if not args.no_progress and sys.stderr.isatty() and total >= PROGRESS_MIN_BYTES:
+        progress = _Progress(sys.stderr)
+    options = Options(max_body=args.max_body, progress=progress)
+    failed = 0
+    out_file = Path(args.output).open("wb") if args.output else None  # noqa: SIM115
+    try:
+        if args.format == "json":
+            binary = out_file if out_file is not None else sys.stdout.buffer
+            jwriter = JsonReportWriter(binary, render)
+            for item in run(args.files, options):
+                jwriter.write(item)
+                failed += _report_failure(item)
+            jwriter.close()
+        else:
+            text = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115, PTH123
+            twriter = TextWriter(text, render)
+            for item in run(args.files, options):
+                twriter.write(item)
+                failed += _report_failure(item)
+            text.flush()
+    except BrokenPipeError:
+        return 0
+    finally:
+        if progress is not None:
+            progress.finish()
+        if out_file is not None:
+            out_file.close()
+    return 1 if failed else 0
+
+
+def _report_failure(item: object) -> int:
+    """Unreadable inputs are also said on stderr, whatever the output format."""
+    if not isinstance(item, SourceReport):
+        return 0
+    errors = [d for d in item.diagnostics if d.code.startswith("source.")]
+    for d in errors:
+        print(f"agentshark: {d.message}", file=sys.stderr)
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Writers: pipeline items -> the terminal table and the JSON report (contract version 1)."""

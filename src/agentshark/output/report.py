@@ -1,0 +1,298 @@
+"""Pipeline items -> the plain dicts of the JSON report (contract ``agentshark.report/1``).
+
+Field names and meanings follow ``DESIGN.md``; fields are only ever added. Bodies are decoded
+here, lazily, only to report their sizes and (with ``events``) their stream events.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass, replace
+from typing import Any
+
+from agentshark.errors import Diagnostic
+from agentshark.framing import decode_stream, detect_framing
+from agentshark.framing.events import EventStreamMessage, JsonDocument, SseComment, SseEvent
+from agentshark.http.content import DEFAULT_DECODE_LIMIT, DecodedBody, decode_body
+from agentshark.model import Body, Exchange, Headers, Request, Response, header
+from agentshark.output.redact import redact_headers, redact_text, redact_url
+from agentshark.pipeline import ConnectionReport, SourceReport
+
+SCHEMA = "agentshark.report/1"
+SNIFF_HEAD = 4096  # enough for a whole first NDJSON line in practice
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RenderOptions:
+    redact: bool = True
+    events: bool = False
+    max_body: int = DEFAULT_DECODE_LIMIT
+
+
+def diagnostics_json(diags: list[Diagnostic]) -> list[dict[str, str]]:
+    return [d.to_json() for d in diags]
+
+
+@dataclass(frozen=True, slots=True)
+class BodyView:
+    """A message body decoded once for reporting."""
+
+    decoded: DecodedBody
+    content_type: str | None
+    content_encoding: str | None
+    framing: str | None
+
+
+def view_body(
+    body: Body, headers: Headers, *, max_body: int, streaming_hint: bool, location: str
+) -> BodyView:
+    ctype = header(headers, "content-type")
+    cenc = header(headers, "content-encoding")
+    decoded = decode_body(body, cenc, limit=max_body, location=location)
+    framing = None
+    if decoded.size and (decoded.decoded or not decoded.codings):
+        head = _head(decoded.pieces, SNIFF_HEAD)
+        framing = detect_framing(ctype, head, streaming_hint=streaming_hint)
+    return BodyView(decoded=decoded, content_type=ctype, content_encoding=cenc, framing=framing)
+
+
+def _head(pieces: list[tuple[float, bytes]], n: int) -> bytes:
+    """The first ``n`` bytes of a body, joining only as many pieces as that takes."""
+    out = bytearray()
+    for _, piece in pieces:
+        out += piece[: n - len(out)]
+        if len(out) >= n:
+            break
+    return bytes(out)
+
+
+def exchange_json(ex: Exchange, opts: RenderOptions) -> dict[str, Any]:
+    diags = list(ex.diagnostics)
+    req = _request_json(ex.request, ex, opts, diags) if ex.request is not None else None
+    resp = _response_json(ex, opts, diags) if ex.response is not None else None
+    out: dict[str, Any] = {
+        "id": ex.id,
+        "source": ex.source,
+        "connection": ex.connection,
+        "transport": ex.transport,
+        "tls": ex.tls,
+        "request": req,
+        "response": resp,
+        "upgrade": ex.upgrade,
+        "complete": ex.complete,
+        "diagnostics": diagnostics_json(diags),
+    }
+    if ex.extras:
+        out["extras"] = {k: _plain(v) for k, v in ex.extras.items()}
+    return out
+
+
+def _message_common(
+    body: Body, headers: Headers, view: BodyView, opts: RenderOptions
+) -> dict[str, Any]:
+    return {
+        "headers": redact_headers(headers) if opts.redact else [[k, v] for k, v in headers],
+        "content_type": view.content_type,
+        "content_encoding": view.content_encoding,
+        "body_bytes": view.decoded.size,
+        "wire_body_bytes": body.size,
+        "transfer_bytes": body.transfer_bytes,
+        "gap_bytes": body.gap_bytes,
+        "framing": view.framing,
+    }
+
+
+def _request_json(
+    req: Request, ex: Exchange, opts: RenderOptions, diags: list[Diagnostic]
+) -> dict[str, Any]:
+    view = view_body(
+        req.body,
+        req.headers,
+        max_body=opts.max_body,
+        streaming_hint=False,
+        location=f"{ex.id} request body",
+    )
+    diags.extend(view.decoded.diagnostics)
+    out: dict[str, Any] = {
+        "method": req.method,
+        "url": redact_url(req.url) if opts.redact else req.url,
+        "target": redact_url(req.target) if opts.redact else req.target,
+        "version": req.version,
+        **_message_common(req.body, req.headers, view, opts),
+        "started": req.started,
+        "ended": req.ended,
+        "complete": req.complete,
+    }
+    if req.trailers:
+        out["trailers"] = redact_headers(req.trailers) if opts.redact else req.trailers
+    if opts.events:
+        timed = req.started is not None
+        out["body_pieces"] = [[ts if timed else None, len(p)] for ts, p in req.body.pieces]
+    return out
+
+
+def _response_json(ex: Exchange, opts: RenderOptions, diags: list[Diagnostic]) -> dict[str, Any]:
+    resp: Response | None = ex.response
+    assert resp is not None
+    streaming = bool(ex.request and _asks_for_stream(ex.request))
+    view = view_body(
+        resp.body,
+        resp.headers,
+        max_body=opts.max_body,
+        streaming_hint=streaming,
+        location=f"{ex.id} response body",
+    )
+    diags.extend(view.decoded.diagnostics)
+    out: dict[str, Any] = {
+        "status": resp.status,
+        "reason": resp.reason,
+        "version": resp.version,
+        **_message_common(resp.body, resp.headers, view, opts),
+        "first_byte": resp.started,
+        "ended": resp.ended,
+        "complete": resp.complete,
+    }
+    if resp.interim:
+        out["interim"] = [
+            {
+                "status": i.status,
+                "reason": i.reason,
+                "ts": i.ts,
+                "headers": redact_headers(i.headers) if opts.redact else i.headers,
+            }
+            for i in resp.interim
+        ]
+    if resp.trailers:
+        out["trailers"] = redact_headers(resp.trailers) if opts.redact else resp.trailers
+    if opts.events:
+        # Sources without arrival times (cassettes) store 0.0: report them as unknown.
+        timed = resp.started is not None
+        out["body_pieces"] = [[ts if timed else None, len(p)] for ts, p in resp.body.pieces]
+        if view.framing is not None:
+            out["events"] = stream_events_json(view, opts, diags, timed=timed)
+    return out
+
+
+def _asks_for_stream(req: Request) -> bool:
+    """A request that asked for a streamed answer (Gemini streamGenerateContent...)."""
+    return "stream" in req.target.lower()
+
+
+def stream_events_json(
+    view: BodyView, opts: RenderOptions, diags: list[Diagnostic], *, timed: bool = True
+) -> list[dict[str, Any]]:
+    assert view.framing is not None
+    events: list[dict[str, Any]] = []
+    for ev in decode_stream(view.decoded.pieces, view.framing):
+        if not timed and not isinstance(ev, Diagnostic):
+            ev = replace(ev, ts=None)  # type: ignore[arg-type]
+        if isinstance(ev, Diagnostic):
+            diags.append(ev)
+        elif isinstance(ev, SseEvent):
+            data = redact_text(ev.data) if opts.redact else ev.data
+            item: dict[str, Any] = {
+                "ts": ev.ts,
+                "offset": ev.offset,
+                "type": "sse",
+                "event": ev.event,
+                "data": data,
+            }
+            if ev.id is not None:
+                item["id"] = ev.id
+            if ev.retry is not None:
+                item["retry"] = ev.retry
+            if not ev.complete:
+                item["complete"] = False
+            events.append(item)
+        elif isinstance(ev, SseComment):
+            events.append(
+                {"ts": ev.ts, "offset": ev.offset, "type": "sse-comment", "text": ev.text}
+            )
+        elif isinstance(ev, JsonDocument):
+            text = ev.raw.decode("utf-8", "replace")
+            item = {
+                "ts": ev.ts,
+                "offset": ev.offset,
+                "type": "json",
+                "data": redact_text(text) if opts.redact else text,
+            }
+            if not ev.complete:
+                item["complete"] = False
+            events.append(item)
+        elif isinstance(ev, EventStreamMessage):
+            events.append(
+                {
+                    "ts": ev.ts,
+                    "offset": ev.offset,
+                    "type": "aws-eventstream",
+                    "headers": {k: _plain(v) for k, v in ev.headers.items()},
+                    "payload": _payload_text(ev.payload, opts),
+                }
+            )
+    return events
+
+
+def _payload_text(payload: bytes, opts: RenderOptions) -> str:
+    try:
+        text = payload.decode("utf-8")
+    except UnicodeDecodeError:
+        return "base64:" + base64.b64encode(payload).decode("ascii")
+    return redact_text(text) if opts.redact else text
+
+
+def _plain(value: object) -> Any:
+    """A JSON-safe copy of a raw value kept from a source."""
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    if isinstance(value, bytes):
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            return "base64:" + base64.b64encode(value).decode("ascii")
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return str(value)
+
+
+def connection_json(rep: ConnectionReport) -> dict[str, Any]:
+    c = rep.connection
+    return {
+        "id": c.id,
+        "source": rep.source,
+        "client": {"address": c.client[0], "port": c.client[1]},
+        "server": {"address": c.server[0], "port": c.server[1]},
+        "protocol": rep.protocol,
+        "handshake_seen": c.handshake_seen,
+        "first_ts": c.first_ts,
+        "last_ts": c.last_ts,
+        "bytes": {"client": c.bytes[0], "server": c.bytes[1]},
+        "packets": {"client": c.packets[0], "server": c.packets[1]},
+        "gap_bytes": {"client": c.gaps[0], "server": c.gaps[1]},
+        "end": {"client": c.end[0], "server": c.end[1]},
+        "switched_bytes": {"client": rep.switched_bytes[0], "server": rep.switched_bytes[1]},
+        "exchanges": rep.exchanges,
+        "diagnostics": diagnostics_json(rep.diagnostics),
+    }
+
+
+def source_json(rep: SourceReport) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "path": rep.path,
+        "format": rep.format,
+        "bytes": rep.bytes,
+        "exchanges": rep.exchanges,
+        "diagnostics": diagnostics_json(rep.diagnostics),
+    }
+    if rep.format in ("pcap", "pcapng"):
+        out["packets"] = rep.packets
+        out["connections"] = rep.connections
+        out["not_analyzed"] = rep.not_analyzed
+        out["interfaces"] = [
+            {"index": i.index, "linktype": i.linktype, "snaplen": i.snaplen, "name": i.name}
+            for i in rep.interfaces
+        ]
+        out["decryption_secrets_blocks"] = len(rep.secrets)
+        out["tcp"] = rep.stats
+    return out

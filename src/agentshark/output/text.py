@@ -1,0 +1,144 @@
+"""The terminal view: one line per exchange as it finishes, then connections and sources."""
+
+from __future__ import annotations
+
+import time
+from typing import TextIO
+
+from agentshark.model import Exchange
+from agentshark.output.redact import redact_url
+from agentshark.output.report import RenderOptions, view_body
+from agentshark.pipeline import ConnectionReport, Item, SourceReport
+
+_COLUMNS = (
+    ("TIME", 12),
+    ("CONN", 6),
+    ("METHOD", 7),
+    ("URL", 44),
+    ("STATUS", 6),
+    ("TYPE", 22),
+    ("REQ", 8),
+    ("RESP", 8),
+    ("MS", 8),
+    ("OK", 3),
+)
+
+
+def _size(n: int | None) -> str:
+    if n is None:
+        return "-"
+    if n < 10_000:
+        return str(n)
+    if n < 10_000_000:
+        return f"{n / 1024:.0f}K"
+    return f"{n / 1048576:.0f}M"
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+class TextWriter:
+    def __init__(self, out: TextIO, opts: RenderOptions) -> None:
+        self._out = out
+        self._opts = opts
+        self._header_done = False
+        self._connections: list[ConnectionReport] = []
+        self._non_http = 0
+
+    def _line(self, cells: list[str]) -> None:
+        parts = [_clip(c, w).ljust(w) for c, (_, w) in zip(cells, _COLUMNS, strict=True)]
+        self._out.write(" ".join(parts).rstrip() + "\n")
+
+    def write(self, item: Item) -> None:
+        if isinstance(item, Exchange):
+            if not self._header_done:
+                self._line([name for name, _ in _COLUMNS])
+                self._header_done = True
+            self._exchange(item)
+        elif isinstance(item, ConnectionReport):
+            if item.exchanges == 0:
+                self._connections.append(item)
+        elif isinstance(item, SourceReport):
+            self._source(item)
+
+    def _exchange(self, ex: Exchange) -> None:
+        req, resp = ex.request, ex.response
+        started = ex.started
+        when = (
+            time.strftime("%H:%M:%S", time.gmtime(started)) + f".{started % 1:.3f}"[2:]
+            if started
+            else "-"
+        )
+        method = req.method if req else "?"
+        url = (redact_url(req.url) if self._opts.redact else req.url) if req else "?"
+        status = str(resp.status) if resp else "-"
+        ctype = "-"
+        req_size = resp_size = None
+        if req is not None:
+            req_size = view_body(
+                req.body,
+                req.headers,
+                max_body=self._opts.max_body,
+                streaming_hint=False,
+                location=ex.id,
+            ).decoded.size
+        if resp is not None:
+            view = view_body(
+                resp.body,
+                resp.headers,
+                max_body=self._opts.max_body,
+                streaming_hint=False,
+                location=ex.id,
+            )
+            resp_size = view.decoded.size
+            ctype = (view.content_type or "-").split(";")[0]
+            if view.content_encoding:
+                ctype += f" ({view.content_encoding})"
+        ended = resp.ended if resp and resp.ended else None
+        duration = f"{(ended - started) * 1000:.1f}" if ended and started else "-"
+        ok = "yes" if ex.complete else "NO"
+        self._line(
+            [
+                when,
+                ex.connection or "-",
+                method,
+                url,
+                status,
+                ctype,
+                _size(req_size),
+                _size(resp_size),
+                duration,
+                ok,
+            ]
+        )
+        for d in ex.diagnostics:
+            self._out.write(f"    ! {d.code}: {d.message}\n")
+
+    def _source(self, rep: SourceReport) -> None:
+        out = self._out
+        if self._connections:
+            out.write("\nconnections without HTTP exchanges:\n")
+            for c in self._connections:
+                conn = c.connection
+                out.write(
+                    f"  {conn.id:6} {conn.client[0]}:{conn.client[1]} -> "
+                    f"{conn.server[0]}:{conn.server[1]}  {c.protocol:10} "
+                    f"bytes {conn.bytes[0]}/{conn.bytes[1]}\n"
+                )
+                for d in c.diagnostics:
+                    out.write(f"    ! {d.code}: {d.message}\n")
+            self._connections.clear()
+        detail = (
+            f"{rep.packets} packets, {rep.connections} connections, "
+            if rep.format in ("pcap", "pcapng")
+            else ""
+        )
+        out.write(f"\n{rep.path}: {rep.format}, {detail}{rep.exchanges} exchanges\n")
+        skipped = {k: v for k, v in rep.not_analyzed.items() if v}
+        if skipped:
+            out.write("  not analyzed: " + ", ".join(f"{k} {v}" for k, v in skipped.items()) + "\n")
+        for d in rep.diagnostics:
+            out.write(
+                f"  ! {d.code}: {d.message}" + (f" ({d.location})" if d.location else "") + "\n"
+            )

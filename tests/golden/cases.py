@@ -1,0 +1,35 @@
+"""Golden report cases: input files (relative to the repository root) -> expected JSON report.
+
+Regenerate after a reviewed change with::
+
+    .venv/bin/python -m tests.golden.regen
+
+and read the diff (``git diff tests/golden``) before committing it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+GOLDEN = Path(__file__).resolve().parent
+
+# name -> (inputs, extra CLI arguments)
+CASES: dict[str, tuple[list[str], list[str]]] = {
+    "http1_cleartext": (["../shared/captures/http1_cleartext/capture.pcap"], ["--events"]),
+    "mcp_http_plain": (["../shared/captures/mcp_http_plain/capture.pcap"], ["--events"]),
+    "a2a_jsonrpc_v03": (["../shared/captures/a2a_jsonrpc_v03/capture.pcap"], []),
+    "https_tls13_h2": (["../shared/captures/https_tls13_h2/capture.pcap"], []),
+    "example_agent_chat": (["examples/agent_chat.pcap"], ["--events"]),
+    "har_and_cassette": (
+        [
+            "tests/data/documents/chat_and_ws.har",
+            "../shared/corpus/pydantic__pydantic-ai/tests/models/cassettes/test_anthropic/"
+            "test_anthropic_model_thinking_part_stream.yaml",
+        ],
+        ["--events"],
+    ),
+}
+
+
+def expected_path(name: str) -> Path:
+    return GOLDEN / f"{name}.json"

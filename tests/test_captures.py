@@ -1,0 +1,191 @@
+"""The loopback captures in ../shared/captures against the client's own records (truth.json)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+
+from agentshark.framing import decode_stream
+from agentshark.framing.events import SseEvent
+from agentshark.http.content import decode_body
+from agentshark.model import Exchange, header
+from agentshark.pipeline import ConnectionReport, SourceReport, run
+from tests.helpers import CAPTURES
+
+
+def analyze(name: str) -> tuple[list[Exchange], list[ConnectionReport], SourceReport]:
+    exchanges: list[Exchange] = []
+    conns: list[ConnectionReport] = []
+    sources: list[SourceReport] = []
+    for item in run([str(CAPTURES / name / "capture.pcap")]):
+        if isinstance(item, Exchange):
+            exchanges.append(item)
+        elif isinstance(item, ConnectionReport):
+            conns.append(item)
+        else:
+            sources.append(item)
+    exchanges.sort(key=lambda e: e.started or 0.0)
+    (source,) = sources
+    return exchanges, conns, source
+
+
+def truth(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((CAPTURES / name / "truth.json").read_text())
+    return data
+
+
+def decoded(ex: Exchange) -> bytes:
+    assert ex.response is not None
+    body = decode_body(ex.response.body, header(ex.response.headers, "content-encoding"))
+    assert not body.diagnostics
+    return b"".join(p for _, p in body.pieces)
+
+
+def sse_data_events(ex: Exchange) -> list[SseEvent]:
+    assert ex.response is not None
+    return [e for e in decode_stream(ex.response.body.pieces, "sse") if isinstance(e, SseEvent)]
+
+
+def test_http1_cleartext_matches_truth() -> None:
+    exchanges, conns, source = analyze("http1_cleartext")
+    t = truth("http1_cleartext")
+    assert len(exchanges) == t["request_count"] == len(t["requests"])
+    assert source.format == "pcap" and not [d for d in source.diagnostics if d.severity == "error"]
+    by_path: dict[str, list[Exchange]] = {}
+    for ex in exchanges:
+        assert ex.request is not None
+        by_path.setdefault(ex.request.target, []).append(ex)
+    for want in t["requests"]:
+        ex = by_path[want["path"]].pop(0)
+        assert ex.request is not None and ex.response is not None
+        assert ex.request.method == want["method"]
+        assert ex.response.status == want["status"]
+        assert ex.response.version == want["http_version"]
+        assert header(ex.response.headers, "content-type") == want["content_type"]
+        assert header(ex.response.headers, "content-encoding") == want["content_encoding"]
+        assert ex.complete
+        if want["decoded_body_bytes"] is not None:
+            assert len(decoded(ex)) == want["decoded_body_bytes"]
+        if "sse_data_events" in want:
+            events = sse_data_events(ex)
+            data = [e for e in events if e.data != "[DONE]"]
+            assert len(events) == want["sse_data_events"]  # the client counted [DONE] too
+            assert (events[-1].data == "[DONE]") == want["done_marker"]
+            text = "".join(
+                c["delta"].get("content") or "" for e in data for c in json.loads(e.data)["choices"]
+            )
+            assert text == want["assembled_text"]
+    assert all(c.protocol == "http/1.1" for c in conns)
+
+
+def _truth_requests(t: dict[str, Any]) -> list[tuple[str, str, int | None]]:
+    """(method, path, status) per request, from the client's request/response events."""
+    pending: list[list[Any]] = []
+    for ev in t["http_exchanges"]:
+        path = urlsplit(ev["url"]).path
+        if ev["event"] == "request":
+            pending.append([ev["method"], path, None])
+        else:
+            for p in pending:
+                if p[2] is None and (p[0], p[1]) == (ev["method"], path):
+                    p[2] = ev["status"]
+                    break
+    return sorted((m, p, s) for m, p, s in pending)
+
+
+@pytest.mark.parametrize("name", ["mcp_http_plain", "a2a_jsonrpc_v03"])
+def test_agent_protocol_captures_match_truth(name: str) -> None:
+    exchanges, _, _ = analyze(name)
+    t = truth(name)
+    assert len(exchanges) == t["http_request_count"]
+    got = sorted(
+        (ex.request.method, urlsplit(ex.request.url).path, ex.response.status)
+        for ex in exchanges
+        if ex.request is not None and ex.response is not None
+    )
+    assert got == _truth_requests(t)
+
+
+def test_mcp_sse_replies_and_early_close() -> None:
+    exchanges, _, _ = analyze("mcp_http_plain")
+    sse = [
+        ex
+        for ex in exchanges
+        if ex.response is not None
+        and (header(ex.response.headers, "content-type") or "").startswith("text/event-stream")
+    ]
+    data_events = sum(len(sse_data_events(ex)) for ex in sse)
+    # tshark counts 15 data lines in the responses it could complete; we keep every response,
+    # including those the client closed before the final chunk.
+    assert data_events >= 15
+    incomplete = [ex for ex in exchanges if not ex.complete]
+    for ex in incomplete:  # usable bodies, but their HTTP message did not end
+        assert ex.response is not None and not ex.response.complete
+
+
+def test_websocket_capture_up_to_the_upgrade() -> None:
+    exchanges, conns, _ = analyze("ws_realtime_plain")
+    t = truth("ws_realtime_plain")
+    (ex,) = exchanges
+    assert ex.request is not None and ex.response is not None
+    assert ex.response.status == t["handshake"]["status"] == 101
+    assert ex.upgrade == "websocket"
+    assert ex.request.url == t["uri"].replace("ws://", "http://")
+    (conn,) = conns
+    assert conn.protocol == "http/1.1+websocket"
+    assert conn.switched_bytes[0] > 8000 and conn.switched_bytes[1] > 0
+
+
+@pytest.mark.parametrize(
+    ("name", "protocol"),
+    [
+        ("https_tls13_h2", "tls"),
+        ("https_tls12_h1", "tls"),
+        ("llm_sdk_openai", "tls"),
+        ("llm_sdk_anthropic", "tls"),
+        ("h2c_prior_knowledge", "h2c"),
+        ("grpc_h2c", "h2c"),
+    ],
+)
+def test_tls_and_h2_reported_as_connections(name: str, protocol: str) -> None:
+    exchanges, conns, source = analyze(name)
+    assert exchanges == []
+    assert conns and all(c.protocol == protocol for c in conns)
+    # Byte counts: every TCP payload byte is accounted to one direction of one connection.
+    payload = sum(c.connection.bytes[0] + c.connection.bytes[1] for c in conns)
+    assert payload == _tcp_payload_bytes(CAPTURES / name / "capture.pcap")
+    assert all(c.connection.gaps == [0, 0] for c in conns)
+    assert source.exchanges == 0
+
+
+def _tcp_payload_bytes(path: Any) -> int:
+    """Independent count: TCP payload bytes of an Ethernet/IPv4-or-6 pcap, minus
+    retransmitted sequence ranges (none on loopback)."""
+    import struct
+
+    data = path.read_bytes()
+    total = 0
+    pos = 24
+    while pos + 16 <= len(data):
+        incl = struct.unpack_from("<I", data, pos + 8)[0]
+        pkt = data[pos + 16 : pos + 16 + incl]
+        pos += 16 + incl
+        ethertype = struct.unpack_from("!H", pkt, 12)[0]
+        ip = pkt[14:]
+        if ethertype == 0x0800:
+            ihl = (ip[0] & 15) * 4
+            tot = struct.unpack_from("!H", ip, 2)[0]
+            if ip[9] != 6:
+                continue
+            tcp = ip[ihl:tot]
+        elif ethertype == 0x86DD:
+            if ip[6] != 6:
+                continue
+            tcp = ip[40 : 40 + struct.unpack_from("!H", ip, 4)[0]]
+        else:
+            continue
+        total += len(tcp) - (tcp[12] >> 4) * 4
+    return total
