@@ -30,6 +30,7 @@ from agentshark.net.events import (
     StreamData,
     StreamEnded,
     StreamGap,
+    TcpEvent,
 )
 from agentshark.net.packet import PacketDecoder
 from agentshark.net.tcp import TcpReassembler
@@ -185,61 +186,66 @@ def _packets(
     conns: dict[str, _ConnectionAnalyzer] = {}
     progress = opts.progress
     packets = 0
-    wire_bytes = 0
     decode = decoder.decode
     feed = tcp.feed
-    last_ts = 0.0
 
-    def dispatch(events: list[object]) -> Iterator[Item]:
+    def dispatch(events: list[TcpEvent], out: list[Item]) -> None:
+        """TCP events -> the connection analyzers; finished items appended to ``out``."""
         for ev in events:
-            if isinstance(ev, StreamData):
-                conn = conns[ev.connection.id]
-                yield from conn.data(ev.direction, ev.data, ev.ts)
+            if type(ev) is StreamData:  # the hot path: one per data segment
+                found = conns[ev.connection.id].data(ev.direction, ev.data, ev.ts)
+                if found:
+                    out.extend(found)
             elif isinstance(ev, StreamGap):
-                yield from conns[ev.connection.id].gap(ev.direction, ev.size, ev.ts)
+                out.extend(conns[ev.connection.id].gap(ev.direction, ev.size, ev.ts))
             elif isinstance(ev, StreamEnded):
-                yield from conns[ev.connection.id].end(ev.direction, ev.ts, ev.reason == "fin")
+                out.extend(conns[ev.connection.id].end(ev.direction, ev.ts, ev.reason == "fin"))
             elif isinstance(ev, ConnectionOpened):
                 conns[ev.connection.id] = _ConnectionAnalyzer(
                     ev.connection, report.index, next_id, name
                 )
                 report.connections += 1
             elif isinstance(ev, ConnectionClosed):
-                analyzer = conns.pop(ev.connection.id)
-                for item in analyzer.close():
-                    if isinstance(item, Exchange):
-                        report.exchanges += 1
-                    yield item
+                out.extend(conns.pop(ev.connection.id).close())
 
+    def drain(out: list[Item]) -> Iterator[Item]:
+        for item in out:
+            if type(item) is Exchange:
+                report.exchanges += 1
+            yield item
+        out.clear()
+
+    ready: list[Item] = []
     for item in reader:
         if type(item) is Packet:
             packets += 1
-            wire_bytes += len(item.data)
-            last_ts = item.ts
             seg = decode(item)
             if seg is not None:
                 events = feed(seg)
                 if events:
-                    for out in dispatch(events):  # type: ignore[arg-type]
-                        if isinstance(out, Exchange):
-                            report.exchanges += 1
-                        yield out
+                    ev = events[0]
+                    if len(events) == 1 and type(ev) is StreamData:  # the hot path
+                        found = conns[ev.connection.id].data(ev.direction, ev.data, ev.ts)
+                        if found:
+                            ready.extend(found)
+                    else:
+                        dispatch(events, ready)
+                    if ready:
+                        yield from drain(ready)
             if progress is not None and not packets & 0x3FFF:
-                progress(wire_bytes + 24 + 16 * packets, total)
+                progress(item.offset, total)
         elif isinstance(item, Diagnostic):
             report.diagnostics.append(item)
         elif isinstance(item, DecryptionSecrets):
             report.secrets.append(item)
         elif isinstance(item, Interface):
             report.interfaces.append(item)
-    for out in dispatch(tcp.close(last_ts)):  # type: ignore[arg-type]
-        if isinstance(out, Exchange):
-            report.exchanges += 1
-        yield out
+    dispatch(tcp.close(), ready)
+    yield from drain(ready)
     report.diagnostics.extend(decoder.close())
     report.diagnostics.extend(tcp.diagnostics)
     report.packets = packets
-    report.bytes = wire_bytes
+    report.bytes = stream.tell() if report.path != "-" else 0
     report.not_analyzed = dict(decoder.counts)
     report.stats = dict(tcp.stats)
     if progress is not None:
@@ -289,7 +295,8 @@ class _ConnectionAnalyzer:
     def data(self, direction: int, data: bytes, ts: float) -> list[Exchange]:
         h1 = self._h1
         if h1 is not None:
-            return self._emit(h1.feed(direction, data, ts))
+            http_events = h1.feed(direction, data, ts)
+            return self._emit(http_events) if http_events else []
         if self.protocol is not None:
             return []
         events, client, server = self._held

@@ -43,9 +43,13 @@ class ResponseHeaders:
     ts: float
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class BodyData:
-    """Body bytes of the request (``response`` False) or response, framing removed."""
+    """Body bytes of the request (``response`` False) or response, framing removed.
+
+    Not frozen, unlike the other events: one is built per body segment, and a frozen
+    dataclass's ``__init__`` costs twice as much. Treat it as immutable all the same.
+    """
 
     stream: int
     response: bool

@@ -64,11 +64,13 @@ class ExchangeAssembler:
     def handle(self, events: Iterable[HttpEvent]) -> list[Exchange]:
         done: list[Exchange] = []
         for ev in events:
-            if isinstance(ev, BodyData):
+            if isinstance(ev, BodyData):  # the hot path: one per body segment
                 o = self._open.get(ev.stream)
                 msg = None if o is None else (o.response if ev.response else o.request)
                 if msg is not None:
-                    msg.body.append(ev.ts, ev.data)
+                    body = msg.body
+                    body.pieces.append((ev.ts, ev.data))
+                    body.size += len(ev.data)
             elif isinstance(ev, RequestHeaders):
                 self._on_request(ev)
             elif isinstance(ev, ResponseHeaders):

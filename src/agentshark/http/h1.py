@@ -51,7 +51,7 @@ _REQUEST_START = re.compile(
 )
 _STATUS_START = re.compile(rb"(?:^|\n)(HTTP/1\.[01] \d{3}[ \r\n])")
 _HEAD_END = re.compile(rb"\r?\n\r?\n")
-_CHUNK_SIZE = re.compile(rb"[0-9A-Fa-f]+")
+_CHUNK_SIZE_RE = re.compile(rb"[0-9A-Fa-f]+")
 
 
 class State(Enum):
@@ -94,6 +94,12 @@ def _is_request_prefix(head: bytes) -> bool:
     )
 
 
+# Module-level aliases: the per-segment loop reads these instead of State attributes.
+_LENGTH = State.LENGTH
+_CHUNK_DATA = State.CHUNK_DATA
+_CHUNK_SIZE = State.CHUNK_SIZE
+_CHUNK_CRLF = State.CHUNK_CRLF
+_UNTIL_CLOSE = State.UNTIL_CLOSE
 _DIRECT_STATES = frozenset(
     {State.LENGTH, State.CHUNK_DATA, State.CHUNK_SIZE, State.CHUNK_CRLF, State.UNTIL_CLOSE}
 )
@@ -104,7 +110,7 @@ def _chunk_size(line: bytes) -> int | None:
     try:
         size = int(line, 16)
     except ValueError:
-        m = _CHUNK_SIZE.match(line.lstrip())
+        m = _CHUNK_SIZE_RE.match(line.lstrip())
         if m is None:
             return None
         size = int(m.group(0), 16)
@@ -252,22 +258,22 @@ class H1Connection:
         response = d.response
         while pos < n:
             state = d.state
-            if state is State.LENGTH or state is State.CHUNK_DATA:
+            if state is _LENGTH or state is _CHUNK_DATA:
                 take = min(d.remaining, n - pos)
                 chunk = data if take == n else data[pos : pos + take]
                 pos += take
                 d.remaining -= take
                 out.append(BodyData(stream=stream, response=response, data=chunk, ts=ts))
-                if state is State.CHUNK_DATA:
+                if state is _CHUNK_DATA:
                     d.chunked_bytes += take
                     if d.remaining == 0:
-                        d.state = State.CHUNK_CRLF
+                        d.state = _CHUNK_CRLF
                 elif d.remaining == 0:
                     d.offset += pos
                     data, pos, n = data[pos:], 0, n - pos
                     self._end_message(d, ts, out, complete=True)
                     d.buf_ts = ts
-            elif state is State.CHUNK_SIZE:
+            elif state is _CHUNK_SIZE:
                 nl = data.find(b"\n", pos)
                 if nl < 0:
                     if n - pos > MAX_CHUNK_LINE:
@@ -276,9 +282,12 @@ class H1Connection:
                         self._chunk_error(d, ts, out, "chunk-size line too long")
                         continue
                     break
-                size = _chunk_size(data[pos:nl])
+                try:  # int() ignores the CR and surrounding whitespace
+                    size: int | None = int(data[pos:nl], 16)
+                except ValueError:
+                    size = _chunk_size(data[pos:nl])
                 d.chunked_bytes += nl + 1 - pos
-                if size is None:
+                if size is None or size < 0:
                     line = data[pos : nl + 1]
                     d.offset += pos
                     data, pos, n = data[pos:], 0, n - pos
@@ -288,24 +297,24 @@ class H1Connection:
                 if size == 0:
                     d.state = State.TRAILERS
                 else:
-                    d.state = State.CHUNK_DATA
+                    d.state = _CHUNK_DATA
                     d.remaining = size
-            elif state is State.CHUNK_CRLF:
+            elif state is _CHUNK_CRLF:
                 if data.startswith(b"\r\n", pos):
                     pos += 2
                     d.chunked_bytes += 2
-                    d.state = State.CHUNK_SIZE
+                    d.state = _CHUNK_SIZE
                 elif data.startswith(b"\n", pos):
                     pos += 1
                     d.chunked_bytes += 1
-                    d.state = State.CHUNK_SIZE
+                    d.state = _CHUNK_SIZE
                 elif n - pos == 1 and data[pos] == 13:
                     break  # a lone CR: its LF is in the next segment
                 else:
                     d.offset += pos
                     data, pos, n = data[pos:], 0, n - pos
                     self._chunk_error(d, ts, out, "chunk data not followed by CRLF")
-            elif state is State.UNTIL_CLOSE:
+            elif state is _UNTIL_CLOSE:
                 chunk = data if pos == 0 else data[pos:]
                 out.append(BodyData(stream=stream, response=response, data=chunk, ts=ts))
                 pos = n

@@ -58,9 +58,14 @@ class ConnectionOpened:
     connection: Connection
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class StreamData:
-    """In-order payload bytes; ``offset`` counts bytes of this direction (gaps included)."""
+    """In-order payload bytes; ``offset`` counts bytes of this direction (gaps included).
+
+    Not frozen, unlike the other events: one is built per data segment, and a frozen
+    dataclass's ``__init__`` costs twice as much (0.5 µs against 0.23 µs). Treat it as
+    immutable all the same.
+    """
 
     connection: Connection
     direction: int
