@@ -31,6 +31,7 @@ from agentshark.net.events import (
     StreamEnded,
     StreamGap,
     TcpEvent,
+    format_endpoint,
 )
 from agentshark.net.packet import PacketDecoder
 from agentshark.net.tcp import TcpReassembler
@@ -390,13 +391,12 @@ class _ConnectionAnalyzer:
         if protocol != "http/1.1":
             return []
         self._h1 = H1Connection()
-        host, port = self._conn.server
         self._assembler = ExchangeAssembler(
             source=self._source,
             connection=self._conn.id,
             transport="http/1.1",
             scheme="http",
-            server=f"[{host}]:{port}" if ":" in host else f"{host}:{port}",
+            server=format_endpoint(self._conn.server),
             next_id=self._next_id,
             location=f"{self._name} {self._conn.id}",
         )

@@ -45,10 +45,11 @@ class Connection:
 
     def label(self, direction: int) -> str:
         a, b = (self.client, self.server) if direction == 0 else (self.server, self.client)
-        return f"{self.id} {_ep(a)} -> {_ep(b)}"
+        return f"{self.id} {format_endpoint(a)} -> {format_endpoint(b)}"
 
 
-def _ep(ep: tuple[str, int]) -> str:
+def format_endpoint(ep: tuple[str, int]) -> str:
+    """``host:port``, with IPv6 hosts in brackets (``[::1]:443``)."""
     host, port = ep
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 

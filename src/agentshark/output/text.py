@@ -6,6 +6,7 @@ import time
 from typing import TextIO
 
 from agentshark.model import Exchange
+from agentshark.net.events import format_endpoint
 from agentshark.output.redact import redact_url
 from agentshark.output.report import RenderOptions, view_body
 from agentshark.pipeline import ConnectionReport, Item, SourceReport
@@ -16,7 +17,7 @@ _COLUMNS = (
     ("METHOD", 7),
     ("URL", 44),
     ("STATUS", 6),
-    ("TYPE", 22),
+    ("TYPE", 26),
     ("REQ", 8),
     ("RESP", 8),
     ("MS", 8),
@@ -122,8 +123,8 @@ class TextWriter:
             for c in self._connections:
                 conn = c.connection
                 out.write(
-                    f"  {conn.id:6} {conn.client[0]}:{conn.client[1]} -> "
-                    f"{conn.server[0]}:{conn.server[1]}  {c.protocol:10} "
+                    f"  {conn.id:6} {format_endpoint(conn.client)} -> "
+                    f"{format_endpoint(conn.server)}  {c.protocol:10} "
                     f"bytes {conn.bytes[0]}/{conn.bytes[1]}\n"
                 )
                 for d in c.diagnostics:

@@ -1,0 +1,171 @@
+"""The command line as a user meets it: text and JSON, several inputs, stdin, bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentshark.cli import _Progress, _size_arg, main
+from tests.helpers import CAPTURES, CORPUS, ROOT
+
+EXAMPLE = ROOT / "examples" / "agent_chat.pcap"
+HAR = ROOT / "tests" / "data" / "documents" / "chat_and_ws.har"
+
+
+def run_json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, Any]]:
+    code = main(["exchanges", *args, "--format", "json", "--no-progress"])
+    out = capsys.readouterr().out
+    return code, json.loads(out)
+
+
+def test_text_table_of_the_example(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["exchanges", str(EXAMPLE)]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0].split()[:4] == ["TIME", "CONN", "METHOD", "URL"]
+    truth = json.loads((ROOT / "examples" / "agent_chat.truth.json").read_text())
+    rows = [ln for ln in lines[1:] if ln[:2].isdigit()]
+    assert len(rows) == len(truth["requests"])
+    assert "text/event-stream" in out and "gzip" in out
+    assert "6 exchanges" in out
+
+
+def test_json_report_of_the_example_matches_truth(capsys: pytest.CaptureFixture[str]) -> None:
+    code, report = run_json(capsys, str(EXAMPLE))
+    assert code == 0
+    assert report["schema"] == "agentshark.report/1"
+    truth = json.loads((ROOT / "examples" / "agent_chat.truth.json").read_text())
+    got = sorted(
+        (
+            e["request"]["method"],
+            e["request"]["target"],
+            e["response"]["status"],
+            e["response"]["body_bytes"],
+        )
+        for e in report["exchanges"]
+    )
+    want = sorted(
+        (r["method"], r["path"], r["status"], r["decoded_body_bytes"]) for r in truth["requests"]
+    )
+    assert got == want
+    # Secrets are redacted by default...
+    auth = [
+        v
+        for e in report["exchanges"]
+        for k, v in e["request"]["headers"]
+        if k.lower() == "authorization"
+    ]
+    assert auth and all(v == "Bearer [REDACTED]" for v in auth)
+    assert "sk-example" not in json.dumps(report)
+
+
+def test_no_redact_shows_credentials(capsys: pytest.CaptureFixture[str]) -> None:
+    _, report = run_json(capsys, str(EXAMPLE), "--no-redact")
+    assert "sk-example-not-a-real-key" in json.dumps(report)
+
+
+def test_events_give_stream_events_with_times(capsys: pytest.CaptureFixture[str]) -> None:
+    _, report = run_json(capsys, str(CAPTURES / "http1_cleartext" / "capture.pcap"), "--events")
+    (sse,) = [e for e in report["exchanges"] if e["response"]["framing"] == "sse"]
+    events = sse["response"]["events"]
+    assert len(events) == 10 and events[-1]["data"] == "[DONE]"
+    times = [ev["ts"] for ev in events]
+    assert times == sorted(times) and times[0] >= sse["response"]["first_byte"]
+    pieces = sse["response"]["body_pieces"]
+    assert sum(size for _, size in pieces) == sse["response"]["wire_body_bytes"]
+
+
+def test_several_inputs_and_a_bad_one(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    bad = tmp_path / "notes.txt"
+    bad.write_bytes(b"\x00\x01\x02 this is not a capture")
+    missing = tmp_path / "missing.pcap"
+    code, report = run_json(capsys, str(EXAMPLE), str(bad), str(HAR), str(missing))
+    assert code == 1  # some input could not be read, but the others were
+    formats = [s["format"] for s in report["sources"]]
+    assert formats == ["pcap", "unknown", "har", "unknown"]
+    assert {e["source"] for e in report["exchanges"]} == {0, 2}
+    bad_diag = report["sources"][1]["diagnostics"][0]
+    assert bad_diag["severity"] == "error" and "notes.txt" in bad_diag["message"]
+    assert "missing.pcap" in report["sources"][3]["diagnostics"][0]["message"]
+    ids = [e["id"] for e in report["exchanges"]]
+    assert len(ids) == len(set(ids))
+    conn_ids = [c["id"] for c in report["connections"]]
+    assert len(conn_ids) == len(set(conn_ids))
+
+
+def test_truncated_capture_keeps_what_came_before(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    data = EXAMPLE.read_bytes()
+    cut = tmp_path / "cut.pcap"
+    cut.write_bytes(data[: len(data) * 2 // 3])
+    code, report = run_json(capsys, str(cut))
+    assert code == 0
+    (source,) = report["sources"]
+    (diag,) = [d for d in source["diagnostics"] if d["code"] == "pcap.truncated_file"]
+    assert "offset" in diag["location"]
+    assert report["exchanges"]  # the exchanges before the cut are still there
+    assert any(not e["complete"] for e in report["exchanges"]) or len(report["exchanges"]) < 6
+
+
+def test_unsupported_document_says_what_it_is(capsys: pytest.CaptureFixture[str]) -> None:
+    stdio = next((CORPUS / "block__goose/crates/goose/tests/mcp_replays").iterdir())
+    code = main(["exchanges", str(stdio), "--format", "json", "--no-progress"])
+    captured = capsys.readouterr()
+    assert code == 1
+    message = json.loads(captured.out)["sources"][0]["diagnostics"][0]["message"]
+    assert "MCP stdio" in message
+    assert captured.err.startswith("agentshark: ") and "MCP stdio" in captured.err
+
+
+def test_standard_input_streams_a_pcap() -> None:
+    data = EXAMPLE.read_bytes()
+    proc = subprocess.run(
+        [sys.executable, "-m", "agentshark", "exchanges", "-", "--format", "json"],
+        input=data,
+        capture_output=True,
+        check=True,
+        cwd=ROOT,
+    )
+    report = json.loads(proc.stdout)
+    assert report["sources"][0]["path"] == "-"
+    assert len(report["exchanges"]) == 6
+
+
+def test_output_file_and_broken_pipe(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    assert main(["exchanges", str(EXAMPLE), "--format", "json", "-o", str(out)]) == 0
+    assert json.loads(out.read_text())["exchanges"]
+    proc = subprocess.run(
+        f"{sys.executable} -m agentshark exchanges {EXAMPLE} | head -c 10",
+        shell=True,
+        capture_output=True,
+        cwd=ROOT,
+        check=True,
+    )
+    assert b"Traceback" not in proc.stderr
+
+
+def test_size_argument() -> None:
+    assert _size_arg("256M") == 256 << 20
+    assert _size_arg("1GiB") == 1 << 30
+    assert _size_arg("4096") == 4096
+    with pytest.raises(Exception, match="not a size"):
+        _size_arg("lots")
+
+
+def test_progress_bar_draws_and_finishes() -> None:
+    import io
+
+    buf = io.StringIO()
+    bar = _Progress(buf)
+    bar(50_000_000, 100_000_000)
+    bar(100_000_000, 100_000_000)
+    bar.finish()
+    text = buf.getvalue()
+    assert "100.0%" in text and text.endswith("\n")
