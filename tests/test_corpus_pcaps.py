@@ -69,7 +69,7 @@ def test_shared_capture_runs_through_the_pipeline(name: str) -> None:
     pcap = CAPTURES / name / "capture.pcap"
     if not pcap.exists():
         pytest.skip(f"{name} has no packet capture (stdio transcript)")
-    exchanges, conns, source = analyze(str(pcap))
+    _, conns, source = analyze(str(pcap))
     assert source.diagnostics == []
     assert all(c.connection.gaps == [0, 0] for c in conns)
     assert all(not c.diagnostics or c.protocol in ("tls", "h2c") for c in conns)
