@@ -91,11 +91,59 @@ class ProtocolSwitched:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ParseError:
-    """The bytes stopped being HTTP; the parser skips to the next message start, if any."""
+    """The bytes stopped being HTTP (HTTP/1: the parser skips to the next message start), or
+    a part of one message could not be decoded (HTTP/2: ``stream`` names the stream)."""
 
     response: bool
     message: str
     offset: int  # byte offset in the direction's stream
+    ts: float
+    stream: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StreamReset:
+    """HTTP/2 RST_STREAM: the stream's exchange ends incomplete (RFC 9113 §6.4)."""
+
+    stream: int
+    response: bool  # True when the server sent it
+    error_code: int
+    error_name: str  # "CANCEL", "PROTOCOL_ERROR"... or "0x1234" for unknown codes
+    ts: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConnectionGoAway:
+    """HTTP/2 GOAWAY (RFC 9113 §6.8): streams above ``last_stream`` were not processed."""
+
+    response: bool
+    last_stream: int
+    error_code: int
+    error_name: str
+    debug_data: bytes
+    ts: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PushPromised:
+    """HTTP/2 PUSH_PROMISE: the server will push ``promised_stream`` as the answer to the
+    request in ``headers``; the pushed response arrives as ResponseHeaders on that stream."""
+
+    stream: int
+    promised_stream: int
+    headers: Headers
+    ts: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UnknownFrame:
+    """A frame of a type HTTP/2 does not define, kept raw (RFC 9113 §5.5 says: ignore it)."""
+
+    response: bool
+    frame_type: int
+    stream: int
+    flags: int
+    payload: bytes
     ts: float
 
 
@@ -108,4 +156,8 @@ HttpEvent = (
     | MessageEnded
     | ProtocolSwitched
     | ParseError
+    | StreamReset
+    | ConnectionGoAway
+    | PushPromised
+    | UnknownFrame
 )

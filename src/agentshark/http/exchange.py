@@ -15,13 +15,17 @@ from agentshark.errors import Diagnostic
 from agentshark.http.events import (
     BodyData,
     BodyGap,
+    ConnectionGoAway,
     HttpEvent,
     InformationalResponse,
     MessageEnded,
     ParseError,
     ProtocolSwitched,
+    PushPromised,
     RequestHeaders,
     ResponseHeaders,
+    StreamReset,
+    UnknownFrame,
 )
 from agentshark.model import Body, Exchange, Interim, Request, Response, header
 
@@ -102,12 +106,36 @@ class ExchangeAssembler:
                 if o is not None:
                     o.upgrade = ev.protocol
             elif isinstance(ev, ParseError):
+                diag = Diagnostic(
+                    code="http.parse_error",
+                    message=ev.message,
+                    location=f"{self._location} "
+                    f"{'server' if ev.response else 'client'} byte {ev.offset}",
+                )
+                o = None if ev.stream is None else self._open.get(ev.stream)
+                (o.diagnostics if o is not None else self.diagnostics).append(diag)
+            elif isinstance(ev, StreamReset):
+                done.extend(self._on_reset(ev))
+            elif isinstance(ev, ConnectionGoAway):
                 self.diagnostics.append(
                     Diagnostic(
-                        code="http.parse_error",
-                        message=ev.message,
-                        location=f"{self._location} "
-                        f"{'server' if ev.response else 'client'} byte {ev.offset}",
+                        code="h2.goaway",
+                        severity="info" if ev.error_code == 0 else "warning",
+                        message=f"the {'server' if ev.response else 'client'} sent GOAWAY "
+                        f"({ev.error_name}); last stream processed: {ev.last_stream}",
+                        location=self._location,
+                    )
+                )
+            elif isinstance(ev, PushPromised):
+                self._on_push(ev)
+            elif isinstance(ev, UnknownFrame):
+                self.diagnostics.append(
+                    Diagnostic(
+                        code="h2.unknown_frame",
+                        severity="info",
+                        message=f"frame type 0x{ev.frame_type:02x} ({len(ev.payload)} bytes) "
+                        f"on stream {ev.stream} is not an HTTP/2 frame type; ignored",
+                        location=self._location,
                     )
                 )
             else:
@@ -147,6 +175,50 @@ class ExchangeAssembler:
             started=ev.ts,
             ended=None,
             interim=o.interim,
+        )
+
+    def _on_reset(self, ev: StreamReset) -> list[Exchange]:
+        o = self._open.get(ev.stream)
+        if o is None:
+            return []
+        for msg in (o.request, o.response):
+            if msg is not None and msg.ended is None:
+                msg.ended = ev.ts
+                msg.complete = False
+        o.diagnostics.append(
+            Diagnostic(
+                code="h2.stream_reset",
+                severity="info" if ev.error_name in ("NO_ERROR", "CANCEL") else "warning",
+                message=f"the {'server' if ev.response else 'client'} reset the stream "
+                f"({ev.error_name})",
+                location=f"{self._location} stream {ev.stream}",
+            )
+        )
+        return self._finish(ev.stream, force=True)
+
+    def _on_push(self, ev: PushPromised) -> None:
+        o = self._open.setdefault(ev.promised_stream, _Open())
+        method = header(ev.headers, ":method") or "GET"
+        target = header(ev.headers, ":path") or "/"
+        o.request = Request(
+            method=method,
+            target=target,
+            url=self._url(target, ev.headers),
+            version="HTTP/2",
+            headers=ev.headers,
+            body=Body(),
+            started=ev.ts,
+            ended=ev.ts,
+            complete=True,
+        )
+        o.request_done = True
+        o.diagnostics.append(
+            Diagnostic(
+                code="h2.pushed",
+                severity="info",
+                message=f"pushed by the server, promised on stream {ev.stream}",
+                location=f"{self._location} stream {ev.promised_stream}",
+            )
         )
 
     def _on_end(self, ev: MessageEnded, done: list[Exchange]) -> None:
@@ -209,5 +281,6 @@ class ExchangeAssembler:
             return target
         if target == "*" or not target.startswith("/"):  # asterisk- or authority-form
             return target
-        host = header(headers, "host") or header(headers, ":authority") or self._server
-        return f"{self._scheme}://{host}{target}"
+        host = header(headers, ":authority") or header(headers, "host") or self._server
+        scheme = header(headers, ":scheme") or self._scheme
+        return f"{scheme}://{host}{target}"
