@@ -3,8 +3,9 @@
 Link types (https://www.tcpdump.org/linktypes.html): 1 Ethernet, with stacked 802.1Q / 802.1ad
 tags and PPPoE sessions; 113 Linux cooked v1; 276 Linux cooked v2; 0 BSD loopback (host byte
 order); 108 OpenBSD loopback (network byte order); 101 / 12 / 14 raw IP; 228 raw IPv4; 229 raw
-IPv6. Then IPv4 (RFC 791, fragments reassembled) or IPv6 (RFC 8200, extension headers walked,
-fragments reassembled), then TCP (RFC 9293).
+IPv6. Then IPv4 (RFC 791) or IPv6 (RFC 8200, extension headers walked), then TCP (RFC 9293).
+Fragments of either IP version go to ``net.fragments``, and their datagram goes on from here
+once it is whole.
 
 Every packet that does not become a segment is counted in ``PacketDecoder.counts`` under
 exactly one key (``"udp"``, ``"arp"``, ``"ipv4-fragment-held"``, ``"truncated"``...), so the
@@ -22,10 +23,14 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from ipaddress import ip_address
 
 from agentshark.errors import Diagnostic
+from agentshark.net.fragments import (
+    FRAGMENT_TIMEOUT,
+    MAX_FRAGMENT_BYTES,
+    MAX_FRAGMENT_DATAGRAMS,
+    FragmentReassembler,
+)
 from agentshark.net.segment import TcpSegment
 from agentshark.sources.records import Packet
 
@@ -74,29 +79,6 @@ _TRANSPORT_NAMES = {
 # is 24 (NetBSD, OpenBSD), 28 (FreeBSD), 30 (macOS, iOS).
 _NULL_FAMILIES = {2: _IPV4_TYPE, 24: _IPV6_TYPE, 28: _IPV6_TYPE, 30: _IPV6_TYPE}
 
-FRAGMENT_TIMEOUT = 60.0  # seconds; Linux gives up after 30 (ipfrag_time), RFC 8200 after 60
-MAX_FRAGMENT_DATAGRAMS = 4096
-MAX_FRAGMENT_BYTES = 32 << 20
-_MAX_DATAGRAM = 65535
-
-
-@dataclass(slots=True)
-class _Datagram:
-    """Fragments of one IP datagram, in arrival order: (offset, length on the wire, bytes
-    captured). ``total`` is known once the last fragment (no More Fragments flag) is in."""
-
-    key: tuple[int, bytes, bytes, int, int]  # version, src, dst, identification, protocol
-    first_packet: int
-    first_ts: float
-    next_header: int = -1  # IPv6: from the fragment at offset 0; IPv4: the header's protocol
-    total: int = -1
-    held: int = 0
-    pieces: list[tuple[int, int, bytes]] = field(default_factory=list)
-
-    def describe(self) -> str:
-        version, src, dst, ident, _ = self.key
-        return f"IPv{version} datagram {ip_address(src)} -> {ip_address(dst)} id 0x{ident:x}"
-
 
 class PacketDecoder:
     """Turn ``Packet`` values into ``TcpSegment`` values; count and report everything else.
@@ -118,11 +100,13 @@ class PacketDecoder:
         self.diagnostics: list[Diagnostic] = []
         self.counts: dict[str, int] = {}
         self._seen: dict[str, int] = {}  # diagnostics per code, reported or not
-        self._pending: dict[tuple[int, bytes, bytes, int, int], _Datagram] = {}
-        self._held_bytes = 0
-        self._max_datagrams = max_fragment_datagrams
-        self._max_bytes = max_fragment_bytes
-        self._timeout = fragment_timeout
+        self._fragments = FragmentReassembler(
+            self._count,
+            self._report,
+            max_datagrams=max_fragment_datagrams,
+            max_bytes=max_fragment_bytes,
+            timeout=fragment_timeout,
+        )
 
     def decode(self, pkt: Packet) -> TcpSegment | None:
         """The segment ``pkt`` carries, or ``None`` (the packet is then counted)."""
@@ -180,8 +164,7 @@ class PacketDecoder:
         """Report datagrams whose fragments never all arrived, and the diagnostics cut at
         ``MAX_DIAGNOSTICS``. Returns the diagnostics added (they are in ``diagnostics`` too)."""
         before = len(self.diagnostics)
-        for datagram in list(self._pending.values()):
-            self._give_up(datagram, "the capture ended before")
+        self._fragments.close()
         for code, count in self._seen.items():
             if count > MAX_DIAGNOSTICS:
                 self.diagnostics.append(
@@ -228,14 +211,15 @@ class PacketDecoder:
         captured, missing = self._extent(pkt, end)
         if frag & 0x3FFF:
             # RFC 791: fragment offset in units of 8 octets, More Fragments flag 0x2000.
-            whole = self._fragment(
+            whole = self._fragments.add(
                 (4, src, dst, ident, proto),
-                pkt,
-                (frag & 0x1FFF) * 8,
-                captured + missing - offset - header,
-                data[offset + header : captured],
-                bool(frag & 0x2000),
-                proto,
+                index,
+                ts,
+                offset=(frag & 0x1FFF) * 8,
+                size=captured + missing - offset - header,
+                data=data[offset + header : captured],
+                more=bool(frag & 0x2000),
+                protocol=proto,
             )
             if whole is None:
                 return None
@@ -292,14 +276,15 @@ class PacketDecoder:
                     next_header = inner  # an atomic fragment (RFC 6946): not fragmented at all
                     continue
                 # RFC 8200 §4.5: the fragmentable part starts after the fragment header.
-                whole = self._fragment(
+                whole = self._fragments.add(
                     (6, src, dst, ident, 0),
-                    pkt,
-                    offset_flags & 0xFFF8,
-                    captured + missing - pos,
-                    buffer[pos:captured],
-                    bool(offset_flags & 1),
-                    inner,
+                    index,
+                    pkt.ts,
+                    offset=offset_flags & 0xFFF8,
+                    size=captured + missing - pos,
+                    data=buffer[pos:captured],
+                    more=bool(offset_flags & 1),
+                    protocol=inner,
                 )
                 if whole is None:
                     return None
@@ -382,145 +367,6 @@ class PacketDecoder:
         payload = buffer[start + header : captured]
         return _new(
             TcpSegment, (ts, src, sport, dst, dport, seq, ack, flags, payload, missing, index)
-        )
-
-    # -- fragments -----------------------------------------------------------------------
-
-    def _fragment(
-        self,
-        key: tuple[int, bytes, bytes, int, int],
-        pkt: Packet,
-        offset: int,
-        size: int,
-        data: bytes,
-        more: bool,
-        next_header: int,
-    ) -> tuple[bytes, int, int, int] | None:
-        """Hold one fragment; when it completes its datagram, return the datagram's payload,
-        how much of it was captured, how many of its bytes were not, and its upper-layer
-        protocol."""
-        version, index = key[0], pkt.index
-        held = f"ipv{version}-fragment-held"
-        self._expire(pkt.ts)
-        if offset + size > _MAX_DATAGRAM or (version == 6 and more and size % 8):
-            # RFC 8200 §4.5: a non-final fragment whose length is not a multiple of 8 is
-            # discarded; in both versions a datagram cannot pass 65535 bytes.
-            self._skip(
-                f"ipv{version}-fragment-bad",
-                index,
-                "packet.bad_fragment",
-                f"IPv{version} fragment at offset {offset} with {size} bytes cannot be part of "
-                "a datagram: it is skipped",
-            )
-            return None
-        datagram = self._pending.get(key)
-        if datagram is None:
-            datagram = self._pending[key] = _Datagram(key, index, pkt.ts)
-        if offset == 0 or version == 4:  # IPv4 repeats the protocol in every fragment
-            datagram.next_header = next_header
-        if not more:
-            if datagram.total not in (-1, offset + size):
-                self._report(
-                    "packet.bad_fragment",
-                    index,
-                    f"{datagram.describe()} gets a second last fragment, ending at "
-                    f"{offset + size} instead of {datagram.total}: the first is kept",
-                )
-            else:
-                datagram.total = offset + size
-        for start, length, piece in datagram.pieces:
-            if start < offset + size and offset < start + length:
-                if (start, length, piece) == (offset, size, data):
-                    self._count(held)  # the same fragment again (a duplicate in the capture)
-                    return None
-                if version == 6:
-                    # RFC 8200 §4.5: "If any of the fragments being reassembled overlap with
-                    # any other fragments [...] reassembly of that packet must be abandoned".
-                    self._drop(
-                        datagram,
-                        index,
-                        "packet.fragment_overlap",
-                        "an overlapping fragment arrived, and RFC 8200 §4.5 has the receiver "
-                        "discard the datagram",
-                    )
-                    self._count("ipv6-fragment-bad")
-                    return None
-                self._report(
-                    "packet.fragment_overlap",
-                    index,
-                    f"{datagram.describe()}: the fragment at offset {offset} overlaps bytes "
-                    "already received; the bytes received first are kept (receivers differ "
-                    "on this, RFC 791 does not say)",
-                )
-                break
-        datagram.pieces.append((offset, size, data))
-        datagram.held += len(data)
-        self._held_bytes += len(data)
-        whole = self._assemble(datagram)
-        if whole is not None:
-            del self._pending[key]
-            self._held_bytes -= datagram.held
-            return whole
-        self._count(held)
-        self._enforce_caps()
-        return None
-
-    def _assemble(self, datagram: _Datagram) -> tuple[bytes, int, int, int] | None:
-        if datagram.total < 0:
-            return None
-        covered = 0
-        for start, length, _ in sorted(datagram.pieces):
-            if start > covered:
-                return None
-            covered = max(covered, start + length)
-        if covered < datagram.total or datagram.next_header < 0:
-            return None
-        total = datagram.total
-        buffer = bytearray(total)
-        for start, _, piece in reversed(datagram.pieces):  # the first received wins
-            if start < total:
-                piece = piece[: total - start]  # a fragment may claim more than the last says
-                buffer[start : start + len(piece)] = piece
-        captured = 0  # the captured prefix: fragments cut by the snap length leave holes
-        for start, _, piece in sorted(datagram.pieces):
-            if start > captured:
-                break
-            captured = max(captured, start + len(piece))
-        captured = min(captured, total)
-        return bytes(buffer), captured, total - captured, datagram.next_header
-
-    def _expire(self, now: float) -> None:
-        while self._pending:
-            oldest = next(iter(self._pending.values()))
-            if now - oldest.first_ts <= self._timeout:
-                return
-            self._give_up(oldest, f"no fragment completed it within {self._timeout:g} s of")
-
-    def _enforce_caps(self) -> None:
-        while len(self._pending) > self._max_datagrams or self._held_bytes > self._max_bytes:
-            self._drop(
-                next(iter(self._pending.values())),
-                -1,
-                "packet.fragments_evicted",
-                f"more than {self._max_datagrams} datagrams or {self._max_bytes} bytes of "
-                "fragments were waiting, so the oldest was given up",
-            )
-
-    def _give_up(self, datagram: _Datagram, why: str) -> None:
-        self._drop(datagram, -1, "packet.fragments_incomplete", f"{why} its first fragment")
-
-    def _drop(self, datagram: _Datagram, index: int, code: str, why: str) -> None:
-        """Forget a datagram that will not complete; ``index`` -1 reports it at its first
-        fragment."""
-        del self._pending[datagram.key]
-        self._held_bytes -= datagram.held
-        total = f"{datagram.total}" if datagram.total >= 0 else "an unknown number of"
-        self._report(
-            code,
-            datagram.first_packet if index < 0 else index,
-            f"{datagram.describe()}: {len(datagram.pieces)} fragments ({datagram.held} of "
-            f"{total} bytes) first seen in packet {datagram.first_packet} never made a whole "
-            f"datagram ({why}): its payload is lost",
         )
 
     # -- counting and reporting ----------------------------------------------------------

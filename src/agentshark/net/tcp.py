@@ -5,6 +5,9 @@ direction it delivers the payload in sequence order as ``StreamData`` (with the 
 segment that carried it and the byte ``offset`` in the direction), marks every hole the capture
 cannot fill as a ``StreamGap``, and says how the direction ended (``StreamEnded``). It is sans-I/O:
 ``feed(segment)`` and ``close()`` return events; nothing reads files, clocks or prints.
+Each direction keeps its bytes in a :class:`~agentshark.net.streambuf.StreamBuffer` (sequence
+offsets, out-of-order pieces, overlap comparison); this module owns the connection table and
+turns what the buffers report into events and diagnostics.
 
 Policies (what a passive observer cannot know, it decides once and records):
 
@@ -79,8 +82,6 @@ from __future__ import annotations
 
 import heapq
 import socket
-from bisect import bisect_right
-from collections import deque
 
 from agentshark.errors import Diagnostic
 from agentshark.net.events import (
@@ -94,6 +95,13 @@ from agentshark.net.events import (
     TcpEvent,
 )
 from agentshark.net.segment import ACK, FIN, RST, SYN, TcpSegment
+from agentshark.net.streambuf import (
+    PIECE_COST,
+    RECENT_LIMIT,
+    SEQ_HALF,
+    SEQ_MASK,
+    StreamBuffer,
+)
 
 __all__ = ["SERVICE_PORTS", "STAT_KEYS", "TcpReassembler"]
 
@@ -117,11 +125,6 @@ STAT_KEYS = (
     "ignored_after_close",  # segments absorbed by a recently closed tuple
 )
 
-_MASK = 0xFFFF_FFFF
-_HALF = 0x8000_0000
-_PIECE_COST = 64  # bookkeeping charged per buffered or remembered piece
-_RECENT_LIMIT = 64 << 10  # delivered bytes kept (by reference) per direction for comparisons
-_RECENT_KEEP = 32 << 10  # ... trimmed down to this, so trimming is rare
 _CLOSED_TTL = 240.0  # 2 * MSL, RFC 9293 §3.4.2
 _MAX_CLOSED = 65_536  # recently closed 4-tuples remembered
 _STRAGGLER_BEHIND = 1 << 30  # a segment this far before where a closed direction stopped ...
@@ -136,7 +139,6 @@ _FLUSH_REASONS: dict[EndReason, str] = {
 }
 
 _Key = tuple[bytes, int, bytes, int]
-_Piece = tuple[bytes | None, int, float]  # (data, or None for bytes known missing; size; ts)
 
 
 class _Flow:
@@ -152,56 +154,21 @@ class _Flow:
         self.notes: dict[str, int] = {}
 
 
-class _Half:
-    """One direction of a connection, named by its sender's endpoint.
+class _Half(StreamBuffer):
+    """One direction of a connection, named by its sender's endpoint: its stream buffer and
+    its place in the connection."""
 
-    ``nxt`` is the sequence number of the next byte to deliver (-1 until the direction starts)
-    and ``off`` its offset; ``nxt == (base + off) % 2**32`` always holds once started. ``fast``
-    says the next in-order segment can be delivered without looking at anything else.
-    """
-
-    __slots__ = (
-        "base",
-        "conn",
-        "ended",
-        "ep",
-        "fast",
-        "fin",
-        "flow",
-        "isn",
-        "key",
-        "nxt",
-        "off",
-        "peer",
-        "pend",
-        "pend_cost",
-        "recent",
-        "recent_cost",
-        "starts",
-    )
+    __slots__ = ("conn", "ended", "ep", "flow", "isn", "key", "peer")
 
     def __init__(self, flow: _Flow, ep: tuple[str, int], key: _Key) -> None:
+        super().__init__()
         self.flow = flow
         self.conn = flow.conn
         self.ep = ep  # the very tuple object stored in Connection.client or .server
         self.key = key
         self.peer = self
-        self.nxt = -1
-        self.base = 0
-        self.off = 0
         self.isn: int | None = None
-        self.fin: int | None = None  # offset of the FIN once seen
         self.ended = False
-        self.fast = False
-        self.starts: list[int] = []  # sorted offsets of the buffered pieces
-        self.pend: dict[int, _Piece] = {}  # buffered out-of-order pieces, never overlapping
-        self.pend_cost = 0
-        self.recent: deque[tuple[int, bytes]] = deque()  # last delivered (offset, data)
-        self.recent_cost = 0
-
-    def start(self, seq: int) -> None:
-        self.base = self.nxt = seq & _MASK
-        self.fast = True
 
 
 class TcpReassembler:
@@ -249,7 +216,7 @@ class TcpReassembler:
         if flags & ACK:
             p = h.peer
             nxt = p.nxt
-            if ack != nxt and nxt >= 0 and (ack - nxt) & _MASK < _HALF and not p.ended:
+            if ack != nxt and nxt >= 0 and (ack - nxt) & SEQ_MASK < SEQ_HALF and not p.ended:
                 return self._ack_then_data(h, seq, ack, payload, ts, packet)
         if h.nxt < 0:
             h.start(seq)
@@ -257,17 +224,17 @@ class TcpReassembler:
             return []
         if seq != h.nxt or not h.fast:
             out: list[TcpEvent] = []
-            self._data(h, self._offset(h, seq), payload, 0, ts, packet, out)
+            self._data(h, h.offset(seq), payload, 0, ts, packet, out)
             return out
         n = len(payload)
         off = h.off
         h.off = off + n
-        h.nxt = (seq + n) & _MASK
+        h.nxt = (seq + n) & SEQ_MASK
         conn.bytes[d] += n
         h.recent.append((off, payload))
-        h.recent_cost += n + _PIECE_COST
-        if h.recent_cost > _RECENT_LIMIT:
-            _trim_recent(h)
+        h.recent_cost += n + PIECE_COST
+        if h.recent_cost > RECENT_LIMIT:
+            h.trim_recent()
         return [StreamData(connection=conn, direction=d, data=payload, ts=ts, offset=off)]
 
     def _ack_then_data(
@@ -282,7 +249,7 @@ class TcpReassembler:
         if h.nxt < 0:
             h.start(seq)
         if payload and not h.flow.dead:
-            self._data(h, self._offset(h, seq), payload, 0, ts, packet, out)
+            self._data(h, h.offset(seq), payload, 0, ts, packet, out)
         return out
 
     def close(self, ts: float | None = None) -> list[TcpEvent]:
@@ -297,7 +264,7 @@ class TcpReassembler:
 
     def _feed_slow(self, seg: TcpSegment, h: _Half | None) -> list[TcpEvent]:
         ts, _, _, _, _, seq, ack, flags, payload, missing, packet = seg
-        seq &= _MASK
+        seq &= SEQ_MASK
         missing = max(0, missing)
         out: list[TcpEvent] = []
         if h is None:
@@ -333,15 +300,15 @@ class TcpReassembler:
             if h.nxt < 0:
                 h.isn = seq
                 h.start(seq + 1)
-            seq = (seq + 1) & _MASK  # data in a SYN (TCP Fast Open) follows it
+            seq = (seq + 1) & SEQ_MASK  # data in a SYN (TCP Fast Open) follows it
         elif h.nxt < 0:
             h.start(seq)
         if flags & ACK:  # first: what it acknowledges was sent before this segment
             p = h.peer
-            if p.nxt >= 0 and not p.ended and (ack - p.nxt) & _MASK < _HALF:
-                self._acked(p, ack & _MASK, ts, packet, out)
+            if p.nxt >= 0 and not p.ended and (ack - p.nxt) & SEQ_MASK < SEQ_HALF:
+                self._acked(p, ack & SEQ_MASK, ts, packet, out)
         if not flags & RST and not h.flow.dead:
-            start = self._offset(h, seq)
+            start = h.offset(seq)
             if payload or missing:
                 self._data(h, start, payload, missing, ts, packet, out)
             if flags & FIN and not h.flow.dead:
@@ -365,7 +332,7 @@ class TcpReassembler:
                     not (payload or missing or syn)
                     or closed_nxt < 0
                     or -_STRAGGLER_BEHIND
-                    <= ((seq - closed_nxt + _HALF) & _MASK) - _HALF
+                    <= ((seq - closed_nxt + SEQ_HALF) & SEQ_MASK) - SEQ_HALF
                     <= _STRAGGLER_AHEAD
                 ):
                     self.stats["ignored_after_close"] += 1
@@ -481,9 +448,7 @@ class TcpReassembler:
                 del self._halves[h.key]
             closed.pop(h.key, None)
             closed[h.key] = (ts, conn.serial, h.nxt)
-            h.recent.clear()
-            h.pend.clear()
-            h.starts.clear()
+            h.release()
         while len(closed) > _MAX_CLOSED:
             del closed[next(iter(closed))]
         for code, count in flow.notes.items():
@@ -498,11 +463,7 @@ class TcpReassembler:
                 )
         out.append(ConnectionClosed(connection=conn, ts=ts))
 
-    # -- one direction -------------------------------------------------------------------------
-
-    def _offset(self, h: _Half, seq: int) -> int:
-        """The offset of sequence number ``seq``, the nearer way round from ``h.nxt``."""
-        return h.off + ((seq - h.nxt + _HALF) & _MASK) - _HALF
+    # -- one direction: what its buffer reports, as events and diagnostics ---------------------
 
     def _data(
         self,
@@ -533,7 +494,9 @@ class TcpReassembler:
                 return
             self.stats["retransmitted_bytes"] += min(stop, off) - start
             if payload:
-                self._compare_delivered(h, start, payload[: off - start], packet)
+                mismatch = h.delivered_mismatch(start, payload[: off - start])
+                if mismatch is not None:
+                    self._mismatch(h, *mismatch, packet)
             if stop <= off:
                 return
             if end > off:
@@ -562,82 +525,11 @@ class TcpReassembler:
     def _insert(
         self, h: _Half, start: int, size: int, data: bytes | None, ts: float, packet: int
     ) -> None:
-        """Buffer ``size`` bytes at ``start`` around the pieces already buffered (first wins)."""
-        starts = h.starts
-        pend = h.pend
-        end = start + size
-        pos = start
-        i = bisect_right(starts, start)
-        if i:
-            s = starts[i - 1]
-            old, old_size, _ = pend[s]
-            if s + old_size > pos:
-                self._compare(h, old, s, data, start, pos, min(s + old_size, end), packet)
-                pos = s + old_size
-        while pos < end:
-            if i < len(starts) and starts[i] < end:
-                s = starts[i]
-                if s > pos:
-                    self._place(h, i, pos, s, data, start, ts)
-                    i += 1
-                old, old_size, _ = pend[s]
-                self._compare(h, old, s, data, start, s, min(s + old_size, end), packet)
-                pos = s + old_size
-                i += 1
-            else:
-                self._place(h, i, pos, end, data, start, ts)
-                break
-
-    def _place(
-        self, h: _Half, i: int, lo: int, hi: int, data: bytes | None, start: int, ts: float
-    ) -> None:
-        if data is not None:
-            if lo != start or hi - lo != len(data):
-                data = data[lo - start : hi - start]
-            h.pend_cost += hi - lo + _PIECE_COST
-        else:
-            h.pend_cost += _PIECE_COST
-        h.starts.insert(i, lo)
-        h.pend[lo] = (data, hi - lo, ts)
-        h.fast = False
-
-    def _compare(
-        self,
-        h: _Half,
-        old: bytes | None,
-        old_start: int,
-        new: bytes | None,
-        new_start: int,
-        lo: int,
-        hi: int,
-        packet: int,
-    ) -> None:
-        """Count bytes ``lo..hi`` captured twice and note when the two copies differ."""
-        if hi <= lo:
-            return
-        self.stats["retransmitted_bytes"] += hi - lo
-        if old is None or new is None:
-            return
-        a = memoryview(old)[lo - old_start : hi - old_start]
-        b = memoryview(new)[lo - new_start : hi - new_start]
-        if a != b:
-            self._mismatch(h, lo, hi, packet)
-
-    def _compare_delivered(self, h: _Half, start: int, data: bytes, packet: int) -> None:
-        """Compare a retransmitted copy with the delivered segments still remembered."""
-        end = start + len(data)
-        view = memoryview(data)
-        for o, buf in reversed(h.recent):
-            e = o + len(buf)
-            if e <= start:
-                break
-            if o >= end:
-                continue
-            lo = max(o, start)
-            hi = min(e, end)
-            if memoryview(buf)[lo - o : hi - o] != view[lo - start : hi - start]:
+        """Buffer bytes of ``h``; count those captured twice, note copies that differ."""
+        for lo, hi, differs in h.insert(start, size, data, ts):
+            self.stats["retransmitted_bytes"] += hi - lo
+            if differs:
                 self._mismatch(h, lo, hi, packet)
-                return
 
     def _mismatch(self, h: _Half, lo: int, hi: int, packet: int) -> None:
         self.stats["overlap_mismatches"] += 1
@@ -651,38 +543,22 @@ class TcpReassembler:
 
     def _drain(self, h: _Half, ts: float, out: list[TcpEvent]) -> None:
         """Deliver the buffered pieces that now continue the stream; end at the FIN."""
-        starts = h.starts
         off = h.off
-        if starts and starts[0] == off:
+        ready = h.pop_ready()
+        if ready:
             conn = h.conn
             d = _direction(h)
-            pend = h.pend
-            k = 0
-            n = len(starts)
-            while k < n and starts[k] == off:
-                data, size, pts = pend.pop(off)
+            for data, size, pts in ready:
                 if data is None:
-                    h.pend_cost -= _PIECE_COST
                     self._gap(h, d, off, size, pts, out)
                 else:
-                    h.pend_cost -= size + _PIECE_COST
                     out.append(
                         StreamData(connection=conn, direction=d, data=data, ts=pts, offset=off)
                     )
                     conn.bytes[d] += size
-                    h.recent.append((off, data))
-                    h.recent_cost += size + _PIECE_COST
                 off += size
-                k += 1
-            del starts[:k]
-            h.off = off
-            if h.recent_cost > _RECENT_LIMIT:
-                _trim_recent(h)
-        h.nxt = (h.base + off) & _MASK
-        if h.fin is not None and off >= h.fin:
+        if h.fin is not None and h.off >= h.fin:
             self._end(h, "fin", ts, out)
-        else:
-            h.fast = not starts and h.fin is None
 
     def _gap(
         self, h: _Half, d: int, offset: int, size: int, ts: float, out: list[TcpEvent]
@@ -707,8 +583,7 @@ class TcpReassembler:
         given_up = 0
         while h.off < target and not h.ended:
             before = h.off
-            starts = h.starts
-            stop = starts[0] if starts and starts[0] < target else target
+            stop = h.hole_end(target)
             if stop > before:
                 self._gap(h, _direction(h), before, stop - before, ts, out)
                 given_up += stop - before
@@ -727,21 +602,12 @@ class TcpReassembler:
 
     def _flush(self, h: _Half, ts: float, out: list[TcpEvent], why: str) -> None:
         """Deliver everything buffered, up to the FIN if one was seen."""
-        if h.nxt < 0:
-            return
-        target = h.off
-        if h.starts:
-            last = h.starts[-1]
-            target = last + h.pend[last][1]
-        if h.fin is not None:
-            target = max(target, h.fin)
-        self._skip_to(h, target, ts, out, why)
+        if h.nxt >= 0:
+            self._skip_to(h, h.known_end(), ts, out, why)
 
     def _acked(self, p: _Half, ack: int, ts: float, packet: int, out: list[TcpEvent]) -> None:
         """The peer of ``p`` acknowledged ``ack``: holes of ``p`` before it will not be filled."""
-        target = p.off + ((ack - p.nxt) & _MASK)
-        if p.fin is not None and target > p.fin:
-            target = p.fin
+        target = p.acked_end(ack)
         if target > p.off:
             why = "the peer acknowledged them, so the capture missed them (dropped packets?)"
             self._skip_to(p, target, ts, out, why, packet)
@@ -759,21 +625,7 @@ class TcpReassembler:
                     self._where(h, packet),
                 )
             return
-        h.fin = at = max(at, h.off)
-        h.fast = False
-        starts = h.starts
-        while starts and starts[-1] + h.pend[starts[-1]][1] > at:
-            s = starts[-1]
-            data, size, pts = h.pend[s]
-            cut = s + size - max(s, at)
-            self.stats["beyond_fin_bytes"] += cut
-            h.pend_cost -= cut if data is not None else 0
-            if s >= at:
-                h.pend_cost -= _PIECE_COST
-                del h.pend[s]
-                starts.pop()
-            else:
-                h.pend[s] = (None if data is None else data[: at - s], at - s, pts)
+        self.stats["beyond_fin_bytes"] += h.mark_fin(at)
         if h.off >= at:
             self._drain(h, ts, out)
         elif h.peer.ended:
@@ -783,13 +635,7 @@ class TcpReassembler:
         if h.ended:
             return
         h.ended = True
-        h.fast = False
-        if reason == "fin" and h.fin is not None:
-            h.off = h.fin + 1  # the FIN takes one sequence number
-            h.nxt = (h.base + h.off) & _MASK
-        h.starts.clear()
-        h.pend.clear()
-        h.pend_cost = 0
+        h.end(at_fin=reason == "fin")
         conn = h.conn
         d = _direction(h)
         conn.end[d] = reason
@@ -833,14 +679,6 @@ def _direction(h: _Half) -> int:
     if conn.server is h.ep:
         return 1
     return 0 if conn.client == h.ep else 1  # the consumer rebuilt the tuples
-
-
-def _trim_recent(h: _Half) -> None:
-    recent = h.recent
-    cost = h.recent_cost
-    while cost > _RECENT_KEEP and len(recent) > 1:
-        cost -= len(recent.popleft()[1]) + _PIECE_COST
-    h.recent_cost = cost
 
 
 def _is_new_syn(h: _Half, seq: int) -> bool:
