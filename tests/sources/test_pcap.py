@@ -233,7 +233,7 @@ def test_loopback_captures_match_tcpdump(pcap: Path) -> None:
     last = packets[-1]
     assert isinstance(last, Packet)
     assert last.offset + 16 + len(last.data) == run["pcap_bytes"] == pcap.stat().st_size
-    assert [p.index for p in packets if isinstance(p, Packet)] == list(range(1, len(packets) + 1))
+    assert [p.number for p in packets if isinstance(p, Packet)] == list(range(1, len(packets) + 1))
 
 
 def corpus_pcaps() -> Iterator[Path]:

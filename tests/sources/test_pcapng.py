@@ -190,7 +190,7 @@ def test_sections_with_different_byte_orders() -> None:
         Interface(index=0, linktype=1, snaplen=0, ts_resolution=1e-6),
         Interface(index=0, linktype=101, snaplen=0, ts_resolution=1e-9),
     ]
-    assert [(p.linktype, p.data, p.index, p.ts) for p in packets(items)] == [
+    assert [(p.linktype, p.data, p.number, p.ts) for p in packets(items)] == [
         (1, b"le", 1, US / 1e6),
         (101, b"be", 2, US / 1e6),
     ]
@@ -208,7 +208,7 @@ def test_a_new_section_forgets_interfaces() -> None:
         + epb(b"3", interface=0)
     )
     items = read(data)
-    assert [(p.data, p.index) for p in packets(items)] == [(b"1", 1), (b"3", 3)]
+    assert [(p.data, p.number) for p in packets(items)] == [(b"1", 1), (b"3", 3)]
     [problem] = diagnostics(items)
     assert problem.code == "pcapng.unknown_interface"
     assert "packet 2 names interface 1" in problem.message
@@ -244,7 +244,7 @@ def test_short_section_header_skips_its_section() -> None:
 def test_simple_packet_block() -> None:
     # §4.4: interface 0; captured length min(original length, snaplen); no timestamp.
     data = shb() + idb(snaplen=8) + spb(b"A" * 8, 20) + epb(b"e", US) + spb(b"B" * 4, 4)
-    assert [(p.ts, p.data, p.orig_len, p.index) for p in packets(read(data))] == [
+    assert [(p.ts, p.data, p.orig_len, p.number) for p in packets(read(data))] == [
         (0.0, b"A" * 8, 20, 1),
         (US / 1e6, b"e", 1, 2),
         (US / 1e6, b"B" * 4, 4, 3),
@@ -265,7 +265,7 @@ def test_simple_packet_before_any_interface() -> None:
 def test_obsolete_packet_block() -> None:
     _, packet = read(shb() + idb() + packet_block(b"old", US))
     assert isinstance(packet, Packet)
-    assert (packet.ts, packet.data, packet.index) == (US / 1e6, b"old", 1)
+    assert (packet.ts, packet.data, packet.number) == (US / 1e6, b"old", 1)
 
 
 def test_decryption_secrets_block() -> None:
@@ -353,7 +353,7 @@ def test_captured_length_past_the_block_skips_it() -> None:
     bad = bytearray(epb(b"abcd"))
     struct.pack_into("<I", bad, 20, 99)  # captured length 99 in a 36-byte block
     items = read(shb() + idb() + bytes(bad) + epb(b"next"))
-    assert [(p.data, p.index) for p in packets(items)] == [(b"next", 2)]
+    assert [(p.data, p.number) for p in packets(items)] == [(b"next", 2)]
     assert [d.code for d in diagnostics(items)] == ["pcapng.malformed_block"]
 
 
@@ -427,7 +427,7 @@ def test_corpus_pcapng_files_read_to_the_end(path: Path) -> None:
     assert len(packets(items)) == blocks.get(6, 0) + blocks.get(3, 0) + blocks.get(2, 0)
     assert sum(isinstance(i, Interface) for i in items) == blocks.get(1, 0)
     assert sum(isinstance(i, DecryptionSecrets) for i in items) == blocks.get(10, 0)
-    assert [p.index for p in packets(items)] == list(range(1, len(packets(items)) + 1))
+    assert [p.number for p in packets(items)] == list(range(1, len(packets(items)) + 1))
 
 
 def test_corpus_secrets_are_tls_key_logs() -> None:

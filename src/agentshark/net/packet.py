@@ -143,14 +143,14 @@ class PacketDecoder:
         if link is None:
             self._skip(
                 f"linktype-unsupported:{pkt.linktype}",
-                pkt.index,
+                pkt.number,
                 "packet.unsupported_linktype",
                 f"link type {pkt.linktype} is not one agentshark decodes: the packet is skipped",
             )
             return None
         found = link(pkt.data)
         if found is None:
-            self._short(pkt.index, "the link-layer header", _was_cut(pkt))
+            self._short(pkt.number, "the link-layer header", _was_cut(pkt))
             return None
         ethertype, offset = found
         if ethertype == _IPV4_TYPE:
@@ -254,7 +254,7 @@ class PacketDecoder:
         missing: int,
     ) -> TcpSegment | None:
         """RFC 8200 §4: walk the extension headers to the upper-layer header."""
-        index = pkt.index
+        index = pkt.number
         while next_header != 6:
             if next_header in _IPV6_EXTENSIONS or next_header == _IPV6_AH:
                 if captured < pos + 2:
@@ -311,7 +311,7 @@ class PacketDecoder:
         if end > wire:
             self._report(
                 "packet.bad_length",
-                pkt.index,
+                pkt.number,
                 f"the IP header claims a datagram up to byte {end} of the frame, but the frame "
                 f"was {wire} bytes on the wire: only those are used",
             )

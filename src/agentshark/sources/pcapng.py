@@ -74,7 +74,7 @@ def read_pcapng(
     length cannot be trusted leaves nothing to resynchronize on); ``pcapng.malformed_block``,
     ``pcapng.unknown_interface`` and ``pcapng.unsupported_version`` skip what they concern.
 
-    ``Packet.index`` counts packet blocks (enhanced, simple and obsolete) from 1 across the
+    ``Packet.number`` counts packet blocks (enhanced, simple and obsolete) from 1 across the
     whole file, sections included; ``Packet.offset`` is the file offset of the block.
     """
     head = _read_exact(stream, 12)

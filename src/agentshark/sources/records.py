@@ -18,7 +18,7 @@ class Packet(NamedTuple):
     linktype: int
     data: bytes
     orig_len: int
-    index: int  # 1-based packet number within the source, as Wireshark counts
+    number: int  # 1-based packet number within the source, as Wireshark counts
     offset: int  # byte offset of the record in the file
 
 
