@@ -1,0 +1,529 @@
+"""One TLS connection, both directions: TCP bytes + key log -> plaintext, alerts, diagnostics.
+
+:class:`TlsConnection` follows a connection as a passive reader. Each direction is in one of
+the modes of :class:`~agentshark.tls.direction.Mode`; what a record does depends on that mode,
+and the table ``_RECORD_HANDLERS`` is the whole record-level state machine. Keys change at
+the points RFC 8446 and RFC 5246 fix:
+
+TLS 1.3 (RFC 8446 §2, §7.3)
+    The ServerHello switches the server to its handshake traffic keys, and the client too:
+    its next protected records follow its reading of the ServerHello (a compatibility
+    ChangeCipherSpec in between is skipped, §D.4). Each side's Finished switches it to its
+    application traffic keys; a KeyUpdate moves one side to its next secret (§4.6.3). A
+    HelloRetryRequest changes nothing but the ClientHello that follows it. 0-RTT data
+    (§4.2.10) is tried under CLIENT_EARLY_TRAFFIC_SECRET and the client's handshake keys: see
+    ``tls.early`` for what is reported when.
+TLS 1.2 (RFC 5246 §7.1)
+    Each side's ChangeCipherSpec starts its protection with the key block derived from the
+    master secret, for full and abbreviated (resumed) handshakes alike.
+
+Secrets are looked up in the :class:`~agentshark.tls.keylog.KeyLog` when they are needed, so
+secrets added while a capture is read (pcapng Decryption Secrets Blocks) apply to the
+connections that need them afterwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from agentshark.errors import Severity
+from agentshark.tls import handshake as hs
+from agentshark.tls.diagnostics import diagnostic
+from agentshark.tls.direction import Direction, Mode
+from agentshark.tls.early import MAX_EARLY_BYTES, MAX_EARLY_SKIPPED
+from agentshark.tls.events import TlsAlert, TlsEvent, TlsPlaintext
+from agentshark.tls.info import TlsInfo, version_name
+from agentshark.tls.keylog import TLS12_LABEL, KeyLog
+from agentshark.tls.keyschedule import (
+    SUITES,
+    CipherSuite,
+    next_traffic_secret,
+    suite_name,
+    tls12_key_block,
+)
+from agentshark.tls.records import (
+    ALERT,
+    APPLICATION_DATA,
+    CHANGE_CIPHER_SPEC,
+    HANDSHAKE,
+    HEARTBEAT,
+    DecryptError,
+    Tls12Protection,
+    Tls13Protection,
+)
+
+__all__ = ["TlsConnection"]
+
+TLS12, TLS13 = 0x0303, 0x0304
+_DECRYPT = Mode.DECRYPT  # a module global is read faster than an enum attribute
+Out = list[TlsEvent]
+
+
+class TlsConnection:
+    """Decrypts one TLS connection observed from outside (sans-I/O).
+
+    ``location`` prefixes diagnostic locations (a capture name and connection id).
+    ``feed``, ``gap`` and ``end`` take one direction's TCP events in order (0 client ->
+    server, 1 server -> client) and return :data:`~agentshark.tls.events.TlsEvent` values;
+    ``info`` tells what the handshake said, and is complete (ALPN included) by the time the
+    first plaintext is returned. Nothing raises: bytes that are not TLS, records that do not
+    decrypt and missing keys are diagnostics, and records are still counted where they can
+    be framed.
+    """
+
+    __slots__ = ("_ch", "_dirs", "_keylog", "_location", "_noted", "_sh", "_suite", "info")
+
+    def __init__(self, keylog: KeyLog, *, location: str = "") -> None:
+        self._keylog = keylog
+        self._location = location
+        self.info = TlsInfo()
+        self._dirs = (Direction(0), Direction(1))
+        self._ch: hs.ClientHello | None = None
+        self._sh: hs.ServerHello | None = None
+        self._suite: CipherSuite | None = None  # set while the connection can be decrypted
+        self._noted: set[str] = set()
+
+    def __repr__(self) -> str:
+        return f"TlsConnection({self._location!r}, {self.info.version}, {self.info.cipher_suite})"
+
+    # -- TCP events -------------------------------------------------------------------------
+
+    def feed(self, direction: int, data: bytes, ts: float) -> list[TlsEvent]:
+        d = self._dirs[direction]
+        reader = d.reader
+        records = reader.feed(data)
+        if not records:
+            return self._lost(d) if reader.error is not None else []
+        out: Out = []
+        chunks: list[bytes] = []  # consecutive application data, joined into one event
+        counts = self.info.records
+        for rec in records:
+            counts[direction] += 1
+            if d.mode is _DECRYPT and rec[0] == APPLICATION_DATA:  # the hot path
+                try:
+                    ctype, content = d.open(rec)
+                except DecryptError:
+                    self._flush(direction, chunks, ts, out)
+                    self._failed(d, out)
+                    continue
+                if ctype == APPLICATION_DATA:
+                    if content:
+                        chunks.append(content)
+                    continue
+                self._flush(direction, chunks, ts, out)
+                self._content(d, ctype, content, ts, out)
+            else:
+                self._flush(direction, chunks, ts, out)
+                _RECORD_HANDLERS[d.mode](self, d, rec, ts, out)
+        self._flush(direction, chunks, ts, out)
+        if reader.error is not None:
+            out += self._lost(d)
+        return out
+
+    def gap(self, direction: int, size: int, ts: float) -> list[TlsEvent]:
+        """``size`` bytes were never captured: this direction is not read any further."""
+        d = self._dirs[direction]
+        out: Out = []
+        if d.mode is Mode.EARLY:
+            self._early_unconfirmed(d, out)
+        if d.mode not in (Mode.OPAQUE, Mode.LOST):
+            self._note(out, d, "tls.gap", per_direction=True, size=size)
+        d.stop()
+        return out
+
+    def end(self, direction: int, ts: float) -> list[TlsEvent]:
+        """No more bytes come in this direction."""
+        d = self._dirs[direction]
+        out: Out = []
+        if d.mode is Mode.EARLY:
+            self._early_unconfirmed(d, out)
+        if d.mode is not Mode.LOST and d.reader.buffered:
+            self._note(out, d, "tls.truncated_record", per_direction=True, size=d.reader.buffered)
+        d.stop()
+        return out
+
+    def _lost(self, d: Direction) -> Out:
+        out: Out = []
+        if d.mode is not Mode.LOST:
+            self._note(out, d, "tls.bad_record", per_direction=True, why=d.reader.error)
+            d.stop()
+        return out
+
+    # -- records by mode --------------------------------------------------------------------
+
+    def _plain_record(self, d: Direction, rec: bytes, ts: float, out: Out) -> None:
+        ctype = rec[0]
+        if ctype == HANDSHAKE:
+            self._handshake(d, rec[5:], ts, out)
+        elif ctype == ALERT:
+            self._alert(d, rec[5:], ts, out, encrypted=False)
+        elif ctype == CHANGE_CIPHER_SPEC:
+            if self._sh is not None and self._sh.version == TLS12:
+                self._tls12_start(d, out)
+            elif self._ch is None:
+                self._no_handshake(d, out)
+            # else TLS 1.3 middlebox compatibility (RFC 8446 §D.4): skipped
+        elif ctype == APPLICATION_DATA:
+            if d.mode is Mode.EARLY:
+                self._early_record(d, rec, ts, out)
+            elif self._ch is None:
+                self._no_handshake(d, out)
+            else:
+                self._note(out, d, "tls.unexpected_record", what="protected data before keys")
+                d.use(None, d.stage)
+
+    def _decrypt_record(self, d: Direction, rec: bytes, ts: float, out: Out) -> None:
+        ctype = rec[0]
+        tls13 = self._suite is not None and self._suite.tls13
+        if ctype == CHANGE_CIPHER_SPEC:
+            if not tls13:  # a second one in TLS 1.2: renegotiation
+                self._note(out, d, "tls.renegotiation")
+                d.use(None, d.stage)
+        elif tls13 and ctype == ALERT:  # RFC 8446 §5: only application_data is protected
+            self._alert(d, rec[5:], ts, out, encrypted=False)
+        elif tls13 and ctype != APPLICATION_DATA:
+            what = f"a record of type {ctype} in the clear after keys were set"
+            self._note(out, d, "tls.unexpected_record", per_direction=True, what=what)
+        else:
+            try:
+                ctype, content = d.open(rec)
+            except DecryptError:
+                self._failed(d, out)
+                return
+            self._content(d, ctype, content, ts, out)
+
+    def _opaque_record(self, d: Direction, rec: bytes, ts: float, out: Out) -> None:
+        pass  # counted by feed
+
+    # -- record contents --------------------------------------------------------------------
+
+    def _content(self, d: Direction, ctype: int, content: bytes, ts: float, out: Out) -> None:
+        self.info.decrypted = True
+        if ctype == APPLICATION_DATA:
+            if content:
+                out.append(TlsPlaintext(direction=d.index, data=content, ts=ts))
+        elif ctype == HANDSHAKE:
+            self._handshake(d, content, ts, out)
+        elif ctype == ALERT:
+            self._alert(d, content, ts, out, encrypted=True)
+        elif ctype != HEARTBEAT:
+            what = f"a decrypted record of content type {ctype}"
+            self._note(out, d, "tls.unexpected_record", per_direction=True, what=what)
+
+    def _alert(self, d: Direction, content: bytes, ts: float, out: Out, *, encrypted: bool) -> None:
+        if len(content) != 2:
+            self._note(out, d, "tls.malformed_alert", per_direction=True, size=len(content))
+            return
+        level, description = content
+        out.append(
+            TlsAlert(
+                direction=d.index, level=level, description=description, ts=ts, encrypted=encrypted
+            )
+        )
+
+    def _handshake(self, d: Direction, fragment: bytes, ts: float, out: Out) -> None:
+        try:
+            for msg_type, body in d.handshakes.feed(fragment):
+                self._message(d, msg_type, body, out)
+        except hs.HandshakeError as exc:
+            self._note(out, d, "tls.malformed_handshake", why=exc)
+            self._set_opaque()
+            d.handshakes = hs.HandshakeReader()
+
+    def _message(self, d: Direction, msg_type: int, body: bytes, out: Out) -> None:
+        client = d.index == 0
+        protection = d.protection
+        if msg_type == hs.CLIENT_HELLO and client and d.mode is not Mode.DECRYPT:
+            self._client_hello(d, hs.parse_client_hello(body), out)
+        elif msg_type == hs.SERVER_HELLO and not client and d.mode is Mode.PLAIN:
+            self._server_hello(hs.parse_server_hello(body), out)
+        elif msg_type in (hs.CLIENT_HELLO, hs.SERVER_HELLO):
+            if d.mode is not Mode.DECRYPT:  # (encrypted: TLS 1.2 renegotiation, see CCS)
+                message = "ServerHello" if client else "ClientHello"
+                self._note(out, d, "tls.unexpected_message", message=message)
+                self._set_opaque()
+        elif msg_type == hs.ENCRYPTED_EXTENSIONS and not client:
+            self._encrypted_extensions(hs.parse_encrypted_extensions(body), out)
+        elif msg_type == hs.FINISHED and d.stage == 1 and isinstance(protection, Tls13Protection):
+            label = "CLIENT_TRAFFIC_SECRET_0" if client else "SERVER_TRAFFIC_SECRET_0"
+            d.use(self._protection13(label, d, out), 2)
+        elif msg_type == hs.END_OF_EARLY_DATA and client and d.mode is Mode.EARLY:
+            self._early_end(d, out, end_of_early_data=True)
+        elif msg_type == hs.KEY_UPDATE and d.stage == 2 and isinstance(protection, Tls13Protection):
+            hs.parse_key_update(body)  # update_requested: the peer's own KeyUpdate follows
+            suite = protection.suite
+            d.use(Tls13Protection(suite, next_traffic_secret(protection.secret, suite)), 2)
+            self.info.key_updates += 1
+        # Certificate, NewSessionTicket and the rest tell a reader nothing it needs.
+
+    # -- hellos -----------------------------------------------------------------------------
+
+    def _client_hello(self, d: Direction, ch: hs.ClientHello, out: Out) -> None:
+        if self._ch is not None and d.mode is Mode.EARLY:  # the ClientHello after an HRR
+            d.early.reject()  # RFC 8446 §4.1.2: early data is not retried after an HRR
+            self._early_end(d, out)
+        self._ch = ch
+        info = self.info
+        info.client_random = ch.random.hex()
+        info.sni = ch.server_name
+        info.alpn_offered = list(ch.alpn)
+        if ch.early_data and TLS13 in ch.versions and d.mode is Mode.PLAIN:
+            d.mode = Mode.EARLY
+        elif d.mode is Mode.EARLY:
+            d.mode = Mode.PLAIN
+
+    def _server_hello(self, sh: hs.ServerHello, out: Out) -> None:
+        info = self.info
+        info.version = version_name(sh.version)
+        info.cipher_suite = suite_name(sh.cipher_suite)
+        if sh.retry:
+            info.hello_retry = True
+            return  # the client answers with a second ClientHello; keys come later
+        self._sh = sh
+        ch = self._ch
+        if sh.version == TLS13:
+            info.resumed = sh.psk
+        else:
+            info.alpn = sh.alpn
+            if ch is not None:  # an abbreviated handshake echoes the session id (RFC 5246 §7.3)
+                info.resumed = bool(ch.session_id) and sh.session_id == ch.session_id
+        suite = SUITES.get(sh.cipher_suite)
+        if sh.version not in (TLS12, TLS13):
+            what = info.version
+        elif suite is None or suite.tls13 != (sh.version == TLS13):
+            what = f"the cipher suite {info.cipher_suite}"
+        elif ch is None:
+            self._no_handshake(self._dirs[1], out)
+            return
+        else:
+            self._suite = suite
+            if suite.tls13:
+                self._tls13_start(out)
+            return
+        self._note(out, self._dirs[1], "tls.unsupported", what=what)
+        self._set_opaque()
+
+    def _encrypted_extensions(self, ee: hs.EncryptedExtensions, out: Out) -> None:
+        self.info.alpn = ee.alpn
+        client = self._dirs[0]
+        if client.mode is Mode.EARLY:
+            if ee.early_data:
+                client.early.accepted = self.info.early_data = True
+                out += client.early.release()
+            else:
+                client.early.reject()
+
+    # -- keys -------------------------------------------------------------------------------
+
+    def _secret(self, label: str, d: Direction, out: Out) -> bytes | None:
+        """The logged secret, or None after saying (once) what is missing and what to do."""
+        assert self._ch is not None
+        found = self._keylog.secrets(self._ch.random)
+        secret = found.get(label)
+        if secret is None:
+            random = self._ch.random.hex()[:16]
+            sources = self._keylog.sources
+            if found:
+                self._note(out, d, "tls.missing_secret", random=random, label=label)
+                return None
+            ech = (
+                "; the client used Encrypted Client Hello, and key logs name the inner "
+                "ClientHello's random, which a capture does not show"
+                if self._ch.ech
+                else ""
+            )
+            if not sources:
+                self._note(out, d, "tls.no_keys/no_keylog", random=random, ech=ech)
+            else:
+                name = sources[0] if len(sources) == 1 else f"the key logs ({', '.join(sources)})"
+                self._note(out, d, "tls.no_keys", keylog=name, random=random, ech=ech)
+        return secret
+
+    def _protection13(self, label: str, d: Direction, out: Out) -> Tls13Protection | None:
+        suite = self._suite
+        secret = self._secret(label, d, out)
+        if suite is None or secret is None:
+            return None
+        if len(secret) != suite.hash_length:
+            size, needed = len(secret), suite.hash_length
+            self._note(
+                out, d, "tls.wrong_secret", label=label, size=size, suite=suite.name, needed=needed
+            )
+            return None
+        return Tls13Protection(suite, secret)
+
+    def _tls13_start(self, out: Out) -> None:
+        """After the ServerHello: both sides move to their handshake traffic keys."""
+        client, server = self._dirs
+        if server.mode is not Mode.LOST:
+            server.use(self._protection13("SERVER_HANDSHAKE_TRAFFIC_SECRET", server, out), 1)
+        if client.mode is Mode.PLAIN:
+            client.use(self._protection13("CLIENT_HANDSHAKE_TRAFFIC_SECRET", client, out), 1)
+        elif client.mode is Mode.EARLY:
+            keys = self._protection13("CLIENT_HANDSHAKE_TRAFFIC_SECRET", client, out)
+            if keys is None:
+                client.use(None, 1)
+                client.early.clear()
+                return
+            client.protection, client.stage = keys, 1  # tried after the early keys
+            client.early.keys = self._protection13_quiet("CLIENT_EARLY_TRAFFIC_SECRET")
+            for rec, ts in client.early.take_raw():
+                if client.mode is Mode.EARLY:
+                    self._early_record(client, rec, ts, out)
+
+    def _protection13_quiet(self, label: str) -> Tls13Protection | None:
+        """Keys for a secret the session may well not have (0-RTT): no diagnostic if absent."""
+        assert self._ch is not None and self._suite is not None
+        secret = self._keylog.secrets(self._ch.random).get(label)
+        if secret is None or len(secret) != self._suite.hash_length:
+            return None
+        return Tls13Protection(self._suite, secret)
+
+    def _tls12_start(self, d: Direction, out: Out) -> None:
+        """A ChangeCipherSpec: this side's next records are protected (RFC 5246 §7.1)."""
+        suite, ch, sh = self._suite, self._ch, self._sh
+        if suite is None or ch is None or sh is None:
+            d.use(None, 1)
+            return
+        master = self._secret(TLS12_LABEL, d, out)
+        if master is None:
+            self._set_opaque()
+            return
+        keys = tls12_key_block(master, ch.random, sh.random, suite)
+        if d.index == 0:
+            d.use(Tls12Protection(suite, keys.client_key, keys.client_iv), 1)
+        else:
+            d.use(Tls12Protection(suite, keys.server_key, keys.server_iv), 1)
+
+    def _set_opaque(self) -> None:
+        """The connection cannot be decrypted: no direction tries any more."""
+        self._suite = None
+        for d in self._dirs:
+            if d.mode is not Mode.LOST:
+                d.use(None, d.stage)
+                d.early.clear()
+
+    # -- 0-RTT ------------------------------------------------------------------------------
+
+    def _early_record(self, d: Direction, rec: bytes, ts: float, out: Out) -> None:
+        """A client record while it may still send early data: try the keys it may use."""
+        early = d.early
+        if self._suite is None:  # the ServerHello has not named the suite yet
+            if not early.hold_raw(rec, ts):
+                self._note(out, d, "tls.early_data_overflow", size=MAX_EARLY_BYTES)
+                d.use(None, 0)
+                early.clear()
+            return
+        for keys in (early.keys, d.protection):
+            if keys is None:
+                continue
+            try:
+                ctype, content = keys.open(rec)
+            except DecryptError:
+                continue
+            if keys is d.protection:  # the first record under the handshake keys
+                self._early_end(d, out)
+                self._content(d, ctype, content, ts, out)
+            elif ctype == APPLICATION_DATA:
+                self.info.decrypted = True
+                event = early.plaintext(content, ts)
+                if event is not None:
+                    out.append(event)
+            else:
+                self._content(d, ctype, content, ts, out)  # EndOfEarlyData, an alert
+            return
+        early.skipped += 1
+        if early.skipped > MAX_EARLY_SKIPPED:
+            self._failed(d, out)
+
+    def _early_end(self, d: Direction, out: Out, *, end_of_early_data: bool = False) -> None:
+        """The client's early data is over: say what became of it, go on with handshake keys.
+
+        It ends with EndOfEarlyData (the server accepted it, RFC 8446 §4.5), with a record
+        under the handshake keys (the server rejected it: accepted data would have been
+        followed by EndOfEarlyData under the early keys), or with a second ClientHello.
+        """
+        early = d.early
+        if end_of_early_data:
+            early.accepted = self.info.early_data = True
+            out += early.release()
+        elif early.accepted is None and early.keys is not None:
+            early.reject()
+        if early.dropped:
+            self._note(out, d, "tls.early_data_rejected", count=early.dropped)
+        if early.skipped:
+            why = " (the key log has no CLIENT_EARLY_TRAFFIC_SECRET)" if early.keys is None else ""
+            fate = "the server accepted them" if early.accepted else "the server did not read them"
+            severity: Severity = "warning" if early.accepted else "info"
+            self._note(
+                out,
+                d,
+                "tls.early_data_skipped",
+                severity=severity,
+                count=early.skipped,
+                why=why,
+                fate=fate,
+            )
+        early.clear()
+        early.dropped = early.skipped = 0
+        if d.protection is not None:
+            d.use(d.protection, 1)
+        else:
+            d.mode = Mode.PLAIN
+
+    def _early_unconfirmed(self, d: Direction, out: Out) -> None:
+        """The stream stops during early data: report what decrypted, with a caveat."""
+        if d.early.held and d.early.accepted is None:
+            self._note(out, d, "tls.early_data_unconfirmed", count=len(d.early.held))
+            out += d.early.release()
+        self._early_end(d, out)
+
+    # -- reporting --------------------------------------------------------------------------
+
+    def _flush(self, direction: int, chunks: list[bytes], ts: float, out: Out) -> None:
+        if chunks:
+            data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+            out.append(TlsPlaintext(direction=direction, data=data, ts=ts))
+            chunks.clear()
+            self.info.decrypted = True
+
+    def _failed(self, d: Direction, out: Out) -> None:
+        self._note(out, d, "tls.decrypt_failed", per_direction=True)
+        d.use(None, d.stage)
+        d.early.clear()
+
+    def _no_handshake(self, d: Direction, out: Out) -> None:
+        self._note(out, d, "tls.no_handshake")
+        self._set_opaque()
+
+    def _note(
+        self,
+        out: Out,
+        d: Direction,
+        code: str,
+        *,
+        per_direction: bool = False,
+        severity: Severity | None = None,
+        **fields: object,
+    ) -> None:
+        """Append the diagnostic ``code``: at most once per connection (or direction)."""
+        key = code.partition("/")[0]
+        key = f"{key}/{d.index}" if per_direction else key
+        if key in self._noted:
+            return
+        self._noted.add(key)
+        where = f"{d.who} record {self.info.records[d.index]}"
+        location = f"{self._location} {where}" if self._location else where
+        out.append(diagnostic(code, location, severity=severity, who=d.who, **fields))
+
+
+_RecordHandler = Callable[[TlsConnection, Direction, bytes, float, Out], None]
+
+# The record-level state machine: what a record does in each mode of its direction.
+_RECORD_HANDLERS: dict[Mode, _RecordHandler] = {
+    Mode.PLAIN: TlsConnection._plain_record,
+    Mode.EARLY: TlsConnection._plain_record,  # application_data goes to _early_record
+    Mode.DECRYPT: TlsConnection._decrypt_record,
+    Mode.OPAQUE: TlsConnection._opaque_record,
+    Mode.LOST: TlsConnection._opaque_record,
+}
