@@ -1,0 +1,295 @@
+"""The streams of one HTTP/2 connection: decoded header blocks, DATA and END_STREAM in,
+message events out (RFC 9113 §5.1, §8.1).
+
+Each stream carries two messages, the request (side 0, sent by the client) and the response
+(side 1), each NONE (nothing seen), OPEN (head seen) or ENDED. The first header block of a
+message is its head, a later one its trailer section; a response head with a 1xx status is
+informational and leaves the response NONE. A message whose head the capture missed (it
+started mid-connection, or lost bytes) is "headless": its body is still reported, and its
+end is never complete.
+"""
+
+from __future__ import annotations
+
+from agentshark.http.events import (
+    HttpEvent,
+    InformationalResponse,
+    MessageEnded,
+    ParseError,
+    ProtocolSwitched,
+    PushPromised,
+    RequestHeaders,
+    ResponseHeaders,
+)
+from agentshark.http.h2_hpack import Decoded
+from agentshark.model import Headers
+
+__all__ = ["ENDED", "NONE", "OPEN", "Stream", "Streams"]
+
+NONE, OPEN, ENDED = 0, 1, 2  # message states; ints, read once per DATA frame
+CLOSED_MEMORY = 1024  # closed stream ids remembered exactly (older ones by a floor)
+
+
+class Stream:
+    __slots__ = ("headless", "method", "protocol", "state")
+
+    def __init__(self) -> None:
+        self.state = [NONE, NONE]  # request, response
+        self.headless = [False, False]
+        self.method = ""
+        self.protocol = ""  # :protocol of an extended CONNECT (RFC 8441)
+
+
+class Streams:
+    """The open streams of a connection, and which ids are closed."""
+
+    def __init__(self) -> None:
+        self._open: dict[int, Stream] = {}
+        self._closed: dict[int, None] = {}  # recently closed ids, oldest first
+        self._closed_floor = [0, 0]  # by parity: ids up to this that are not open are closed
+        self.max_stream = 0  # the highest id opened by HEADERS or PUSH_PROMISE
+
+    def get(self, sid: int) -> Stream | None:
+        """Stream ``sid``, created when new; None when it is closed (or is stream 0)."""
+        s = self._open.get(sid)
+        if s is None:
+            if sid in self._closed or sid <= self._closed_floor[sid & 1]:
+                return None
+            s = self._open[sid] = Stream()
+        return s
+
+    def close(self, sid: int) -> None:
+        """Closed by both END_STREAMs or a reset: later frames on it are ignored (§5.1)."""
+        self._open.pop(sid, None)
+        closed = self._closed
+        closed[sid] = None
+        if len(closed) > CLOSED_MEMORY:
+            oldest = next(iter(closed))
+            del closed[oldest]
+            parity = oldest & 1
+            self._closed_floor[parity] = max(self._closed_floor[parity], oldest)
+
+    # -- header blocks --------------------------------------------------------------------
+
+    def on_head(
+        self,
+        side: int,
+        sid: int,
+        decoded: Decoded,
+        end_stream: bool,
+        started: float,
+        offset: int,
+        ts: float,
+        out: list[HttpEvent],
+    ) -> None:
+        """A header block from ``side`` on stream ``sid`` (HEADERS + CONTINUATIONs, first
+        byte at ``offset``, arriving from ``started``)."""
+        s = self.get(sid)
+        if s is None:
+            out.append(_error(side, offset, ts, f"HEADERS on closed stream {sid}; ignored", sid))
+            return
+        state = s.state[side]
+        headers = decoded.headers
+        if state == ENDED:
+            message = f"HEADERS on stream {sid} after its END_STREAM; ignored"
+            out.append(_error(side, offset, ts, message, sid))
+            return
+        if state == OPEN:
+            self._trailers(side, sid, decoded, end_stream, offset, ts, out)
+            return
+        if (decoded.complete or end_stream) and not any(name[:1] == ":" for name, _ in headers):
+            # No pseudo-header: the trailers of a message whose head came before the capture
+            # (a head that did not fully decode and ends the stream has no body to keep).
+            message = (
+                f"a header block without pseudo-headers on stream {sid}: the trailers of a "
+                "message whose head the capture missed"
+            )
+            out.append(_error(side, offset, ts, message, sid))
+            s.headless[side] = True
+            s.state[side] = OPEN
+            self._trailers(side, sid, decoded, True, offset, ts, out)
+            return
+        if side == 0:
+            method = _pseudo(headers, ":method") or "?"
+            target = _pseudo(headers, ":path")
+            if target is None:  # CONNECT names an authority, not a path (§8.5)
+                target = (_pseudo(headers, ":authority") if method == "CONNECT" else None) or "?"
+            s.method = method
+            s.protocol = _pseudo(headers, ":protocol") or ""
+            out.append(
+                RequestHeaders(
+                    stream=sid,
+                    method=method,
+                    target=target,
+                    version="HTTP/2",
+                    headers=headers,
+                    ts=started,
+                )
+            )
+        else:
+            status = _status(_pseudo(headers, ":status"))
+            if 100 <= status < 200:
+                out.append(
+                    InformationalResponse(
+                        stream=sid, status=status, reason="", headers=headers, ts=started
+                    )
+                )
+                if decoded.error:
+                    out.append(_block_error(side, sid, decoded, offset, ts))
+                if end_stream:  # §8.1: an informational response cannot end a stream
+                    message = f"a {status} response ends stream {sid}"
+                    out.append(_error(side, offset, ts, message, sid))
+                    s.state[1] = ENDED
+                    self._close_if_done(sid, s)
+                return
+            out.append(
+                ResponseHeaders(
+                    stream=sid,
+                    status=status,
+                    reason="",
+                    version="HTTP/2",
+                    headers=headers,
+                    ts=started,
+                )
+            )
+            if s.method == "CONNECT" and 200 <= status < 300:  # §8.5, RFC 8441 §4
+                out.append(ProtocolSwitched(stream=sid, protocol=s.protocol or "tunnel", ts=ts))
+        s.state[side] = OPEN
+        if decoded.error:
+            out.append(_block_error(side, sid, decoded, offset, ts))
+        if end_stream:
+            self.end_message(side, sid, ts, out, complete=True)
+
+    def _trailers(
+        self,
+        side: int,
+        sid: int,
+        decoded: Decoded,
+        end_stream: bool,
+        offset: int,
+        ts: float,
+        out: list[HttpEvent],
+    ) -> None:
+        if decoded.error:
+            out.append(_block_error(side, sid, decoded, offset, ts))
+        if not end_stream:  # §8.1: a trailer section ends the stream
+            names = ", ".join(name for name, _ in decoded.headers)
+            message = (
+                f"a second header block on stream {sid} without END_STREAM (§8.1); "
+                f"ignored (fields: {names})"
+            )
+            out.append(_error(side, offset, ts, message, sid))
+            return
+        self.end_message(side, sid, ts, out, complete=True, trailers=decoded.headers)
+
+    def on_push(
+        self,
+        side: int,
+        sid: int,
+        promised: int,
+        decoded: Decoded,
+        started: float,
+        offset: int,
+        ts: float,
+        out: list[HttpEvent],
+    ) -> None:
+        """A PUSH_PROMISE header block: the request the server answers on ``promised``."""
+        if side == 0:
+            out.append(
+                _error(side, offset, ts, f"PUSH_PROMISE from the client on stream {sid}", sid)
+            )
+        out.append(
+            PushPromised(stream=sid, promised_stream=promised, headers=decoded.headers, ts=started)
+        )
+        if decoded.error:
+            out.append(_block_error(side, promised, decoded, offset, ts))
+        s = self.get(promised)
+        if s is not None:
+            s.state[0] = ENDED
+            s.method = _pseudo(decoded.headers, ":method") or "?"
+
+    # -- bodies and ends ------------------------------------------------------------------
+
+    def data_start(self, side: int, sid: int, offset: int, ts: float, out: list[HttpEvent]) -> bool:
+        """A DATA frame from ``side`` on ``sid``: should its payload be reported?"""
+        s = self.get(sid) if sid else None
+        if s is None:
+            if not sid:
+                out.append(_error(side, offset, ts, "DATA on stream 0 (§6.1); ignored", None))
+            return False  # a closed stream: frames in flight after a reset are normal (§5.1)
+        state = s.state[side]
+        if state == OPEN:
+            return True
+        if state == ENDED:
+            out.append(
+                _error(side, offset, ts, f"DATA on stream {sid} after its END_STREAM; ignored", sid)
+            )
+            return False
+        what = "response" if side else "request"
+        message = (
+            f"DATA on stream {sid} before any {what} headers: the capture missed them; "
+            "the body is kept"
+        )
+        out.append(_error(side, offset, ts, message, sid))
+        s.state[side] = OPEN
+        s.headless[side] = True
+        return True
+
+    def end_message(
+        self,
+        side: int,
+        sid: int,
+        ts: float,
+        out: list[HttpEvent],
+        *,
+        complete: bool,
+        trailers: Headers | None = None,
+    ) -> None:
+        s = self._open.get(sid)
+        if s is None:
+            return
+        out.append(
+            MessageEnded(
+                stream=sid,
+                response=side == 1,
+                ts=ts,
+                complete=complete and not s.headless[side],
+                trailers=trailers or [],
+            )
+        )
+        s.state[side] = ENDED
+        self._close_if_done(sid, s)
+
+    def end_open(self, side: int, ts: float, out: list[HttpEvent]) -> None:
+        """Every message ``side`` left open ends here, incomplete."""
+        for sid, s in list(self._open.items()):
+            if s.state[side] == OPEN:
+                self.end_message(side, sid, ts, out, complete=False)
+
+    def _close_if_done(self, sid: int, s: Stream) -> None:
+        if s.state[0] == ENDED and s.state[1] == ENDED:
+            self.close(sid)
+
+
+def _error(side: int, offset: int, ts: float, message: str, stream: int | None) -> ParseError:
+    return ParseError(response=side == 1, message=message, offset=offset, ts=ts, stream=stream)
+
+
+def _block_error(side: int, sid: int, decoded: Decoded, offset: int, ts: float) -> ParseError:
+    what = "could not be decoded" if not decoded.complete else "breaks an HPACK rule"
+    message = f"header block of stream {sid} {what}: {decoded.error}"
+    return _error(side, offset, ts, message, sid)
+
+
+def _pseudo(headers: Headers, name: str) -> str | None:
+    for key, value in headers:
+        if key == name:
+            return value
+    return None
+
+
+def _status(value: str | None) -> int:
+    """``:status`` as a number; 0 when missing or not three digits."""
+    if value is None or len(value) != 3 or not value.isdigit():
+        return 0
+    return int(value)
