@@ -119,6 +119,69 @@ def ensure_tcpdump() -> str:
     return found
 
 
+def ensure_debian_commands(*commands: str) -> None:
+    """Install the Debian packages named like the missing ``commands`` (openssl, curl)."""
+    missing = [c for c in commands if shutil.which(c) is None]
+    if not missing:
+        return
+    log(f"missing {', '.join(missing)}: apt-get install")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    subprocess.run(["apt-get", "update", "-qq"], check=True, env=env)
+    subprocess.run(["apt-get", "install", "-y", "-qq", *missing], check=True, env=env)
+    still = [c for c in missing if shutil.which(c) is None]
+    if still:
+        raise ToolError(f"apt-get did not provide {', '.join(still)}")
+
+
+def make_test_certs(folder: Path) -> dict[str, Path]:
+    """Throwaway self-signed certificates for 127.0.0.1 made by ``openssl req`` in ``folder``
+    (meant to be a temporary one): ``rsa``/``rsa_key`` (RSA 2048) and ``ecdsa``/``ecdsa_key``
+    (P-256). Each certificate is its own trust anchor (``cafile``)."""
+    ensure_debian_commands("openssl")
+    out: dict[str, Path] = {}
+    for kind, keyopts in (
+        ("rsa", ["-newkey", "rsa:2048"]),
+        ("ecdsa", ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256"]),
+    ):
+        cert, key = folder / f"{kind}.pem", folder / f"{kind}.key"
+        subprocess.run(
+            [
+                "openssl",
+                "req",
+                "-x509",
+                *keyopts,
+                "-nodes",
+                "-keyout",
+                str(key),
+                "-out",
+                str(cert),
+                "-days",
+                "7",
+                "-subj",
+                f"/CN=agentshark test {kind}",
+                "-addext",
+                "subjectAltName=IP:127.0.0.1,DNS:localhost",
+            ],
+            check=True,
+            capture_output=True,
+        )
+        out[kind] = cert
+        out[f"{kind}_key"] = key
+    return out
+
+
+def keylog_labels(path: Path) -> dict[str, int]:
+    """How many lines of each label an NSS key log holds."""
+    if not path.exists():
+        return {}
+    counts: dict[str, int] = {}
+    for line in path.read_text().splitlines():
+        if line and not line.startswith("#"):
+            label = line.split(" ", 1)[0]
+            counts[label] = counts.get(label, 0) + 1
+    return dict(sorted(counts.items()))
+
+
 def ensure_gen_venv() -> Path:
     """The generator venv's python, creating the venv and installing into it when needed."""
     marker = GEN_VENV / ".requirements"
@@ -441,12 +504,20 @@ def wait_listening(port: int, proc: subprocess.Popen[bytes], timeout: float = 20
 
 
 def start_replay_server(
-    pool_path: Path, port: int, sse_delay_ms: float, log_path: Path
+    pool_path: Path,
+    port: int,
+    sse_delay_ms: float,
+    log_path: Path,
+    *,
+    certfile: Path | None = None,
+    keyfile: Path | None = None,
 ) -> subprocess.Popen[bytes]:
-    """hypercorn serving ``pool_path`` on 127.0.0.1:``port``, listening when this returns."""
+    """hypercorn serving ``pool_path`` on 127.0.0.1:``port``, listening when this returns;
+    over TLS (ALPN h2 and http/1.1) when ``certfile`` and ``keyfile`` are given."""
     if not port_is_free(port):
         raise ToolError(f"port {port} is busy on 127.0.0.1: pick another with --port")
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    tls = ["--certfile", str(certfile), "--keyfile", str(keyfile)] if certfile and keyfile else []
     with log_path.open("wb") as logf:
         proc = subprocess.Popen(
             [
@@ -458,6 +529,7 @@ def start_replay_server(
                 str(port),
                 "--sse-delay-ms",
                 str(sse_delay_ms),
+                *tls,
             ],
             stdout=logf,
             stderr=subprocess.STDOUT,

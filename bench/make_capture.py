@@ -2,6 +2,8 @@
 
     python3 bench/make_capture.py              # bench/out/bench_h1.pcap, 220 MB
     python3 bench/make_capture.py --mb 440     # bench/out/bench_h1_440mb.pcap
+    python3 bench/make_capture.py --tls        # bench/out/bench_tls13_h1.pcap + .keys.log
+    python3 bench/make_capture.py --h2         # bench/out/bench_tls13_h2.pcap + .keys.log
 
 Real software on loopback: a hypercorn server (``bench/replay_server.py``) answers POST
 /v1/chat/completions, /v1/responses and /v1/messages with the response bodies recorded in the
@@ -9,6 +11,12 @@ corpus cassettes (JSON, gzip JSON, SSE sent event by event), and ``--conns`` con
 keep-alive connections send the recorded request bodies, each connection closed and reopened
 after ``--per-conn`` exchanges, until tcpdump's file reaches ``--mb``. Every response is checked
 byte for byte by the client. tcpdump must drop nothing: on drops the run is retried slower.
+
+``--tls``: the same over TLS 1.3 (HTTP/1.1, ALPN http/1.1); ``--h2``: TLS 1.3 with ALPN h2, httpx
+``http2=True`` against hypercorn's HTTP/2 (one stream at a time per connection, so the shape
+stays that of the cleartext run). The certificate is self-signed for 127.0.0.1, made in a
+temporary folder and thrown away; the client verifies it and writes the NSS key log
+(``SSLContext.keylog_filename``, what ``SSLKEYLOGFILE`` sets) to ``<name>.keys.log``.
 
 Writes ``bench/out/<name>.pcap``, ``<name>.truth.json`` (counts from the client's own records)
 and ``<name>.exchanges.jsonl`` (one line per exchange, in completion order). The pool of
@@ -26,7 +34,9 @@ import hashlib
 import importlib
 import json
 import random
+import ssl
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, TypedDict
@@ -42,6 +52,7 @@ class ExchangeRecord(TypedDict):
     seq: int
     conn: int
     client_port: int
+    http_version: str
     entry: int
     path: str
     status: int
@@ -134,7 +145,12 @@ class Run:
     keep-alive connections of ``per_conn`` exchanges, until ``stop`` is set."""
 
     def __init__(
-        self, entries: list[genlib.PoolEntry], base_url: str, args: argparse.Namespace, conns: int
+        self,
+        entries: list[genlib.PoolEntry],
+        base_url: str,
+        args: argparse.Namespace,
+        conns: int,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.entries = entries
         self.expected = [genlib.response_bytes(e) for e in entries]
@@ -149,6 +165,10 @@ class Run:
         self.records: list[ExchangeRecord] = []
         self.connections = 0
         self.failures: list[str] = []
+        self.ssl_context = ssl_context
+        self.http2 = bool(args.h2)
+        # client port -> (TLS version, cipher suite, ALPN) of that connection
+        self.tls: dict[int, tuple[str, str, str]] = {}
 
     async def worker(self, wid: int) -> None:
         httpx = importlib.import_module("httpx")
@@ -157,7 +177,12 @@ class Run:
             self.connections += 1
             conn_no = self.connections
             async with httpx.AsyncClient(
-                base_url=self.base_url, limits=limits, timeout=60.0, http1=True, http2=False
+                base_url=self.base_url,
+                limits=limits,
+                timeout=60.0,
+                http1=True,
+                http2=self.http2,
+                verify=self.ssl_context or True,
             ) as client:
                 for _ in range(self.args.per_conn):
                     if self.stop.is_set() or len(self.records) >= self.args.max_exchanges:
@@ -172,12 +197,22 @@ class Run:
             entry["method"], entry["path"], content=self.bodies[idx], headers=self.headers[idx]
         ) as resp:
             raw = b"".join([chunk async for chunk in resp.aiter_raw()])
-            addr = resp.extensions["network_stream"].get_extra_info("client_addr")
+            stream = resp.extensions["network_stream"]
+            addr = stream.get_extra_info("client_addr")
             status = resp.status_code
-        ok = status == entry["status"] and raw == self.expected[idx]
+            version = resp.http_version
+            if self.ssl_context is not None and int(addr[1]) not in self.tls:
+                tls = stream.get_extra_info("ssl_object")
+                self.tls[int(addr[1])] = (
+                    tls.version(),
+                    tls.cipher()[0],
+                    tls.selected_alpn_protocol() or "",
+                )
+        wanted_version = "HTTP/2" if self.http2 else "HTTP/1.1"
+        ok = status == entry["status"] and raw == self.expected[idx] and version == wanted_version
         if not ok and len(self.failures) < 20:
             self.failures.append(
-                f"entry {idx} ({entry['source']}): status {status}, "
+                f"entry {idx} ({entry['source']}): {version} status {status}, "
                 f"{len(raw)} bytes, expected {len(self.expected[idx])}"
             )
         sse = genlib.count_sse(raw) if entry["sse"] else None
@@ -186,6 +221,7 @@ class Run:
                 seq=len(self.records),
                 conn=conn_no,
                 client_port=int(addr[1]),
+                http_version=version,
                 entry=idx,
                 path=entry["path"],
                 status=status,
@@ -247,6 +283,15 @@ def summarize(records: list[ExchangeRecord]) -> dict[str, Any]:
     }
 
 
+def client_ssl_context(cafile: Path, keylog: Path) -> ssl.SSLContext:
+    """The client's context: TLS 1.3 only, trusting the throwaway certificate, writing the key
+    log (what ``SSLKEYLOGFILE`` makes httpx do)."""
+    ctx = ssl.create_default_context(cafile=str(cafile))
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_3
+    ctx.keylog_filename = str(keylog)
+    return ctx
+
+
 def attempt(
     entries: list[genlib.PoolEntry],
     args: argparse.Namespace,
@@ -255,14 +300,28 @@ def attempt(
     pcap: Path,
     conns: int,
     sse_delay_ms: float,
+    certs: dict[str, Path] | None,
 ) -> tuple[Run, dict[str, int], float]:
     server_log = genlib.OUT_DIR / f"{args.name}.server.log"
-    server = genlib.start_replay_server(pool_path, args.port, sse_delay_ms, server_log)
+    ssl_context = None
+    if certs is not None:
+        keylog = genlib.OUT_DIR / f"{args.name}.keys.log"
+        keylog.unlink(missing_ok=True)
+        ssl_context = client_ssl_context(certs["rsa"], keylog)
+    server = genlib.start_replay_server(
+        pool_path,
+        args.port,
+        sse_delay_ms,
+        server_log,
+        certfile=certs["rsa"] if certs else None,
+        keyfile=certs["rsa_key"] if certs else None,
+    )
     dump = genlib.Tcpdump(tcpdump, pcap, args.port, buffer_kib=args.buffer_kib)
     try:
         dump.start()
         t0 = time.monotonic()
-        run = Run(entries, f"http://127.0.0.1:{args.port}", args, conns)
+        scheme = "https" if certs else "http"
+        run = Run(entries, f"{scheme}://127.0.0.1:{args.port}", args, conns, ssl_context)
         asyncio.run(run.main(pcap, int(args.mb * 1e6)))
         client_seconds = time.monotonic() - t0
         counters = dump.stop()
@@ -278,8 +337,14 @@ def main() -> int:
         description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--mb", type=float, default=220, help="stop at this capture size (MB, 1e6)")
-    ap.add_argument("--name", help="output name (default bench_h1, or bench_h1_<mb>mb)")
-    ap.add_argument("--port", type=int, default=18080)
+    ap.add_argument(
+        "--name",
+        help="output name (default bench_h1, bench_tls13_h1 or bench_tls13_h2, with _<mb>mb "
+        "when --mb is not 220)",
+    )
+    ap.add_argument("--tls", action="store_true", help="TLS 1.3, HTTP/1.1")
+    ap.add_argument("--h2", action="store_true", help="TLS 1.3, ALPN h2 (implies --tls)")
+    ap.add_argument("--port", type=int, help="default 18080, 18443 with --tls, 18444 with --h2")
     ap.add_argument("--conns", type=int, default=6, help="concurrent keep-alive connections")
     ap.add_argument("--per-conn", type=int, default=200, help="exchanges before reconnecting")
     ap.add_argument("--sse-delay-ms", type=float, default=1.0, help="pause between SSE events")
@@ -291,10 +356,22 @@ def main() -> int:
     ap.add_argument("--max-exchanges", type=int, default=2_000_000)
     ap.add_argument("--attempts", type=int, default=3, help="tries when tcpdump drops packets")
     args = ap.parse_args()
+    args.tls = args.tls or args.h2
+    variant = "bench_tls13_h2" if args.h2 else "bench_tls13_h1" if args.tls else "bench_h1"
     if args.name is None:
-        args.name = "bench_h1" if args.mb == 220 else f"bench_h1_{args.mb:g}mb"
+        args.name = variant if args.mb == 220 else f"{variant}_{args.mb:g}mb"
+    if args.port is None:
+        args.port = 18444 if args.h2 else 18443 if args.tls else 18080
 
+    if args.tls:
+        genlib.ensure_debian_commands("openssl")
     genlib.reexec_in_gen_venv(Path(__file__))
+    with tempfile.TemporaryDirectory(prefix="agentshark-bench-certs-") as tmp:
+        certs = genlib.make_test_certs(Path(tmp)) if args.tls else None
+        return make(args, certs)
+
+
+def make(args: argparse.Namespace, certs: dict[str, Path] | None) -> int:
     t_total = time.monotonic()
     tcpdump = genlib.ensure_tcpdump()
     pool_path = genlib.OUT_DIR / "pool.json"
@@ -309,7 +386,7 @@ def main() -> int:
             f"SSE delay {delay:g} ms -> {pcap}"
         )
         run, counters, client_seconds = attempt(
-            entries, args, tcpdump, pool_path, pcap, conns, delay
+            entries, args, tcpdump, pool_path, pcap, conns, delay, certs
         )
         dropped = counters["packets dropped by kernel"]
         if genlib.capture_complete(counters):
@@ -328,8 +405,9 @@ def main() -> int:
         "pcap_bytes": pcap.stat().st_size,
         "packets": packets,
         "port": args.port,
-        "base_url": f"http://127.0.0.1:{args.port}",
+        "base_url": f"{'https' if certs else 'http'}://127.0.0.1:{args.port}",
         "link_type": "EN10MB (Linux loopback, zeroed MACs)",
+        "http_versions": dict(collections.Counter(r["http_version"] for r in run.records)),
         **summary,
         "client_seconds": round(client_seconds, 2),
         "generation_seconds": round(time.monotonic() - t_total, 2),
@@ -366,6 +444,25 @@ def main() -> int:
             "connections": "distinct client TCP ports",
         },
     }
+    if certs is not None:
+        keylog = genlib.OUT_DIR / f"{args.name}.keys.log"
+        truth["tls"] = {
+            "keylog": keylog.name,
+            "keylog_labels": genlib.keylog_labels(keylog),
+            "certificate": "self-signed RSA 2048 for IP 127.0.0.1, made at run time",
+            "connections_by": {
+                "version": dict(collections.Counter(v for v, _, _ in run.tls.values())),
+                "cipher": dict(collections.Counter(c for _, c, _ in run.tls.values())),
+                "alpn": dict(collections.Counter(a for _, _, a in run.tls.values())),
+            },
+        }
+        truth["software"]["python_ssl"] = ssl.OPENSSL_VERSION
+        truth["software"].update(genlib.package_versions("h2"))
+        truth["definitions"]["response_body_bytes"] = (
+            "body bytes after HTTP/2 DATA framing is removed, before gzip is undone"
+            if args.h2
+            else truth["definitions"]["response_body_bytes"]
+        )
     genlib.write_json(genlib.OUT_DIR / f"{args.name}.truth.json", truth)
     with (genlib.OUT_DIR / f"{args.name}.exchanges.jsonl").open("w") as f:
         f.writelines(json.dumps(r) + "\n" for r in run.records)

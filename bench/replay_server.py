@@ -3,12 +3,14 @@
 Runs in the generator venv (``bench/.venv-gen``), started by ``genlib.start_replay_server``::
 
     bench/.venv-gen/bin/python bench/replay_server.py --pool POOL.json --port N [--sse-delay-ms 1]
+        [--certfile CERT --keyfile KEY]     # TLS (ALPN h2, http/1.1): HTTP/1.1 or HTTP/2
 
 ``POOL.json`` is a list of ``genlib.PoolEntry`` (or an object with them in ``entries``). A
 request is matched on (method, path, body) exactly, so the wire carries nothing but what the
 recorded client sent. JSON bodies go out in one write with a Content-Length; SSE bodies go out
-one event per write (HTTP/1.1 chunk) with ``--sse-delay-ms`` between events, as a real token
-stream does, so that each event is its own TCP segment. An unmatched request gets a 599 JSON
+one event per write (an HTTP/1.1 chunk, or an HTTP/2 DATA frame; over TLS, its own record) with
+``--sse-delay-ms`` between events, as a real token stream does, so that each event is its own
+TCP segment. An unmatched request gets a 599 JSON
 error (the client counts it as a mismatch). The app is plain ASGI: no framework between
 hypercorn and the bytes.
 """
@@ -108,7 +110,13 @@ def make_app(
     return app
 
 
-async def serve(pool_path: Path, port: int, sse_delay: float) -> None:
+async def serve(
+    pool_path: Path,
+    port: int,
+    sse_delay: float,
+    certfile: Path | None = None,
+    keyfile: Path | None = None,
+) -> None:
     config_mod = importlib.import_module("hypercorn.config")
     hyper_asyncio = importlib.import_module("hypercorn.asyncio")
     config = config_mod.Config()
@@ -117,6 +125,9 @@ async def serve(pool_path: Path, port: int, sse_delay: float) -> None:
     config.keep_alive_max_requests = 1_000_000
     config.accesslog = None
     config.graceful_timeout = 2
+    if certfile and keyfile:  # hypercorn's own context: ALPN h2 and http/1.1, TLS >= 1.2
+        config.certfile = str(certfile)
+        config.keyfile = str(keyfile)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -130,8 +141,10 @@ def main() -> None:
     ap.add_argument("--pool", type=Path, required=True)
     ap.add_argument("--port", type=int, required=True)
     ap.add_argument("--sse-delay-ms", type=float, default=1.0)
+    ap.add_argument("--certfile", type=Path, help="serve TLS with this certificate")
+    ap.add_argument("--keyfile", type=Path)
     args = ap.parse_args()
-    asyncio.run(serve(args.pool, args.port, args.sse_delay_ms / 1000))
+    asyncio.run(serve(args.pool, args.port, args.sse_delay_ms / 1000, args.certfile, args.keyfile))
 
 
 if __name__ == "__main__":

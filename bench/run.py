@@ -1,6 +1,7 @@
 """Measure agentshark against the reading floor and tshark on one capture.
 
     python3 bench/run.py [CAPTURE] [--reps 3] [--tools agentshark,bare_loop,...]
+    python3 bench/run.py bench/out/bench_tls13_h1.pcap [--keylog K] [--baseline CLEAR.pcap]
 
 CAPTURE defaults to bench/out/bench_h1.pcap; its counts come from ``<capture>.truth.json``
 (written by ``bench/make_capture.py``). Each tool runs as its own child process, so the wall
@@ -19,6 +20,14 @@ Tools (``--tools``, comma-separated; default all):
                   -e http.file_data | wc -l             (bodies as fields; lines = 2 x exchanges)
   tshark_json     tshark ... -Y http -T json | wc -c
 A tool that is missing or fails gets a row saying so (with its stderr tail); the run goes on.
+
+TLS captures (``--keylog K``, found by itself as ``<capture>.keys.log``): agentshark gets
+``--keylog K``; tshark gets ``-o tls.keylog_file:K -d tcp.port==PORT,tls``, filter
+``http || http2``, and ``tshark_fields`` prints ``-e http.file_data -e http2.data.data``. The
+same tools then run on the cleartext capture of the same workload (``--baseline``, default
+bench/out/bench_h1.pcap, ``--baseline none`` to skip), with the same filter and fields, and the
+decryption cost is printed per tool: cleartext MB/s / TLS MB/s and cleartext exchanges/s /
+TLS exchanges/s (for an h2 capture that also counts HTTP/2 against HTTP/1.1).
 """
 
 from __future__ import annotations
@@ -91,6 +100,7 @@ class Result:
     command: str
     samples: list[Sample] = field(default_factory=list)
     skipped: str | None = None
+    check: str = ""  # agentshark's: exchanges counted in an extra, untimed run
 
     @property
     def ok(self) -> bool:
@@ -191,13 +201,26 @@ def bare_loop_python() -> str:
     return str(venv) if venv.exists() else sys.executable
 
 
-def commands(capture: Path, port: int, args: argparse.Namespace) -> dict[str, Command | str]:
-    """Each tool's command, or why it is skipped."""
+def commands(
+    capture: Path,
+    port: int,
+    args: argparse.Namespace,
+    keylog: Path | None = None,
+    *,
+    tls_fields: bool = False,
+) -> dict[str, Command | str]:
+    """Each tool's command, or why it is skipped. With ``keylog`` the capture is TLS: tshark
+    decrypts (``-d tcp.port==PORT,tls``) and agentshark gets ``--keylog``. ``tls_fields`` (set
+    for both captures of a decryption-cost comparison) makes tshark filter ``http || http2`` and
+    print the body fields of both versions, so that the two captures run the same command."""
     cap = shlex.quote(str(capture))
     out: dict[str, Command | str] = {}
     agentshark = find_agentshark(args.agentshark)
+    keylog_opt = ["--keylog", str(keylog)] if keylog else []
     out["agentshark"] = (
-        Command("agentshark", [agentshark, "exchanges", str(capture), "--format", "json"])
+        Command(
+            "agentshark", [agentshark, "exchanges", str(capture), *keylog_opt, "--format", "json"]
+        )
         if agentshark
         else "agentshark not found (.venv/bin or PATH)"
     )
@@ -212,21 +235,31 @@ def commands(capture: Path, port: int, args: argparse.Namespace) -> dict[str, Co
         for tool in ALL_TOOLS[2:]:
             out[tool] = reason
         return out
-    decode = f"-d tcp.port=={port},http"
+    if keylog:
+        decode = ["-o", f"tls.keylog_file:{keylog}", "-d", f"tcp.port=={port},tls"]
+    else:
+        decode = ["-d", f"tcp.port=={port},http"]
+    if keylog or tls_fields:
+        display = "http || http2"
+        fields = "-e http.file_data -e http2.data.data"
+    else:
+        display = "http"
+        fields = "-e http.request.method -e http.response.code -e http.file_data"
+    shell_decode = shlex.join(decode)
+    shell_display = shlex.quote(display)
     out["tshark_read"] = Command("tshark_read", [tshark, "-r", str(capture), "-q"])
     out["tshark_filter"] = Command(
-        "tshark_filter", [tshark, "-r", str(capture), *decode.split(), "-Y", "http", "-q"]
+        "tshark_filter", [tshark, "-r", str(capture), *decode, "-Y", display, "-q"]
     )
     out["tshark_fields"] = Command(
         "tshark_fields",
-        shell=f"tshark -r {cap} {decode} -Y http -T fields "
-        "-e http.request.method -e http.response.code -e http.file_data | wc -l",
+        shell=f"tshark -r {cap} {shell_decode} -Y {shell_display} -T fields {fields} | wc -l",
         stdout_to_null=False,
         note="output: lines",
     )
     out["tshark_json"] = Command(
         "tshark_json",
-        shell=f"tshark -r {cap} {decode} -Y http -T json | wc -c",
+        shell=f"tshark -r {cap} {shell_decode} -Y {shell_display} -T json | wc -c",
         stdout_to_null=False,
         note="output: bytes of JSON",
     )
@@ -291,6 +324,8 @@ def check_output(tool: str, stdout: str, truth: dict[str, Any], exchanges: int) 
         return f"{packets} packets" + (
             "" if packets == truth.get("packets") else f" (truth: {truth.get('packets')})"
         )
+    if tool == "tshark_fields" and text.isdigit() and "HTTP/2" in truth.get("http_versions", {}):
+        return f"{int(text)} lines (one per packet with HTTP/2 frames)"
     if tool == "tshark_fields" and text.isdigit():
         want = 2 * exchanges
         return f"{int(text)} lines" + (
@@ -301,45 +336,90 @@ def check_output(tool: str, stdout: str, truth: dict[str, Any], exchanges: int) 
     return ""
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        epilog="\n\n".join(__doc__.split("\n\n")[2:]),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    ap.add_argument("capture", nargs="?", type=Path, default=DEFAULT_CAPTURE)
-    ap.add_argument("--truth", type=Path, help="default: <capture>.truth.json")
-    ap.add_argument("--reps", type=int, default=1)
-    ap.add_argument("--tools", default=",".join(ALL_TOOLS))
-    ap.add_argument("--agentshark", help="the agentshark executable")
-    ap.add_argument("--port", type=int, help="HTTP port for tshark -d (default: from the truth)")
-    ap.add_argument("--timeout", type=float, default=1800, help="seconds per command")
-    ap.add_argument("--results", type=Path, default=OUT_DIR / "results.jsonl")
-    args = ap.parse_args()
-
-    capture: Path = args.capture.resolve()
-    if not capture.exists():
-        print(
-            f"{capture} does not exist: make it with python3 bench/make_capture.py", file=sys.stderr
+def count_agentshark_exchanges(cmd: Command, timeout: float, want: int) -> str:
+    """Run agentshark's command once more, untimed, into a file, and count the exchanges of its
+    JSON report (so that a TLS capture it could not decrypt shows, instead of looking fast)."""
+    with tempfile.TemporaryDirectory(prefix="agentshark-bench-") as tmp:
+        out = Path(tmp) / "report.json"
+        proc = subprocess.run(
+            [*cmd.base_argv(), "--no-progress", "-o", str(out)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=timeout,
+            check=False,
         )
-        return 2
-    truth_path = args.truth or capture.with_suffix(".truth.json")
-    truth: dict[str, Any] = json.loads(truth_path.read_text()) if truth_path.exists() else {}
-    size = capture.stat().st_size
-    packets = int(truth.get("packets", 0)) or count_records(capture)
-    exchanges = int(truth.get("exchanges", len(truth.get("requests", []))))
-    port = args.port or int(truth.get("port", 80))
-    tools = [t.strip() for t in args.tools.split(",") if t.strip()]
-    unknown = set(tools) - set(ALL_TOOLS)
-    if unknown:
-        ap.error(f"unknown tools: {', '.join(sorted(unknown))}")
-
-    print(
-        f"capture {capture}: {size / 1e6:.1f} MB, {packets:,} packets, {exchanges:,} "
-        f"exchanges (truth: {truth_path.name if truth else 'missing'}); reps {args.reps}"
+        if proc.returncode != 0 or not out.exists():
+            return f"(check run: rc {proc.returncode})"
+        try:
+            report = json.loads(out.read_text())
+        except ValueError:
+            return "(check run: not JSON)"
+    exchanges = report.get("exchanges") if isinstance(report, dict) else None
+    if not isinstance(exchanges, list):
+        return "(check run: no exchanges list)"
+    done = sum(1 for e in exchanges if isinstance(e, dict) and e.get("response"))
+    return f"{len(exchanges)} exchanges, {done} with a response" + (
+        "" if len(exchanges) == done == want else f" (truth: {want})"
     )
-    warm_page_cache(capture)
-    cmds = commands(capture, port, args)
+
+
+@dataclass
+class Target:
+    """One capture to measure, with its counts (from its truth file when there is one)."""
+
+    capture: Path
+    truth: dict[str, Any]
+    truth_name: str
+    size: int
+    packets: int
+    exchanges: int
+    port: int
+    keylog: Path | None
+    role: str  # "capture", or "tls" / "baseline" in a decryption-cost run
+
+    @classmethod
+    def load(
+        cls,
+        capture: Path,
+        truth_path: Path | None,
+        port: int | None,
+        keylog: Path | None,
+        role: str,
+    ) -> Target:
+        truth_path = truth_path or capture.with_suffix(".truth.json")
+        truth: dict[str, Any] = json.loads(truth_path.read_text()) if truth_path.exists() else {}
+        return cls(
+            capture=capture,
+            truth=truth,
+            truth_name=truth_path.name if truth else "missing",
+            size=capture.stat().st_size,
+            packets=int(truth.get("packets", 0)) or count_records(capture),
+            exchanges=int(truth.get("exchanges", len(truth.get("requests", [])))),
+            port=port or int(truth.get("port", 80)),
+            keylog=keylog,
+            role=role,
+        )
+
+    def describe(self) -> str:
+        keys = f", key log {self.keylog.name}" if self.keylog else ""
+        return (
+            f"capture {self.capture}: {self.size / 1e6:.1f} MB, {self.packets:,} packets, "
+            f"{self.exchanges:,} exchanges (truth: {self.truth_name}){keys}"
+        )
+
+
+def default_keylog(capture: Path) -> Path | None:
+    """``<capture>.keys.log`` (what bench/make_capture.py --tls writes), when it exists."""
+    path = capture.with_suffix(".keys.log")
+    return path if path.exists() else None
+
+
+def measure_tools(
+    target: Target, tools: list[str], cmds: dict[str, Command | str], args: argparse.Namespace
+) -> dict[str, Result]:
+    print(f"{target.describe()}; reps {args.reps}")
+    warm_page_cache(target.capture)
     results: dict[str, Result] = {}
     for tool in tools:
         cmd = cmds[tool]
@@ -358,20 +438,73 @@ def main() -> int:
             )
             if sample.rc != 0:
                 break
+        if tool == "agentshark" and res.ok:
+            res.check = count_agentshark_exchanges(cmd, args.timeout, target.exchanges)
+    return results
 
-    report(results, size, packets, exchanges, truth, capture, args)
+
+def main() -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="\n\n".join(__doc__.split("\n\n")[2:]),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ap.add_argument("capture", nargs="?", type=Path, default=DEFAULT_CAPTURE)
+    ap.add_argument("--truth", type=Path, help="default: <capture>.truth.json")
+    ap.add_argument("--reps", type=int, default=1)
+    ap.add_argument("--tools", default=",".join(ALL_TOOLS))
+    ap.add_argument("--agentshark", help="the agentshark executable")
+    ap.add_argument("--port", type=int, help="HTTP port for tshark -d (default: from the truth)")
+    ap.add_argument(
+        "--keylog", type=Path, help="NSS key log of a TLS capture (default: <capture>.keys.log)"
+    )
+    ap.add_argument(
+        "--baseline",
+        default=str(DEFAULT_CAPTURE),
+        help="cleartext capture measured with a TLS one, for the decryption cost ('none': skip)",
+    )
+    ap.add_argument("--timeout", type=float, default=1800, help="seconds per command")
+    ap.add_argument("--results", type=Path, default=OUT_DIR / "results.jsonl")
+    args = ap.parse_args()
+
+    capture: Path = args.capture.resolve()
+    if not capture.exists():
+        print(
+            f"{capture} does not exist: make it with python3 bench/make_capture.py", file=sys.stderr
+        )
+        return 2
+    keylog = args.keylog.resolve() if args.keylog else default_keylog(capture)
+    if keylog is not None and not keylog.exists():
+        print(f"{keylog} does not exist", file=sys.stderr)
+        return 2
+    tools = [t.strip() for t in args.tools.split(",") if t.strip()]
+    unknown = set(tools) - set(ALL_TOOLS)
+    if unknown:
+        ap.error(f"unknown tools: {', '.join(sorted(unknown))}")
+
+    baseline: Target | None = None
+    if keylog is not None and args.baseline != "none":
+        base_path = Path(args.baseline).resolve()
+        if base_path.exists() and base_path != capture:
+            baseline = Target.load(base_path, None, None, None, "baseline")
+        else:
+            print(f"baseline {base_path} is missing: no decryption cost (make_capture.py)")
+    target = Target.load(capture, args.truth, args.port, keylog, "tls" if baseline else "capture")
+    cmds = commands(capture, target.port, args, keylog, tls_fields=baseline is not None)
+    results = measure_tools(target, tools, cmds, args)
+    report(results, target, args)
+    if baseline is None:
+        return 0
+    print()
+    base_cmds = commands(baseline.capture, baseline.port, args, None, tls_fields=True)
+    base_results = measure_tools(baseline, tools, base_cmds, args)
+    report(base_results, baseline, args)
+    decryption_cost(target, results, baseline, base_results)
     return 0
 
 
-def report(
-    results: dict[str, Result],
-    size: int,
-    packets: int,
-    exchanges: int,
-    truth: dict[str, Any],
-    capture: Path,
-    args: argparse.Namespace,
-) -> None:
+def report(results: dict[str, Result], target: Target, args: argparse.Namespace) -> None:
+    size, packets, exchanges = target.size, target.packets, target.exchanges
     head = (
         f"{'tool':<14} {'wall s':>8} {'MB/s':>9} {'kpkt/s':>9} {'exch/s':>9} {'RSS MB':>8}  check"
     )
@@ -384,10 +517,12 @@ def report(
     for tool, res in results.items():
         row: dict[str, Any] = {
             "ts": stamp,
-            "capture": str(capture),
+            "capture": str(target.capture),
             "pcap_bytes": size,
             "packets": packets,
             "exchanges": exchanges,
+            "keylog": str(target.keylog) if target.keylog else None,
+            "role": target.role,
             "tool": tool,
             "command": res.command,
             "reps": len(res.samples),
@@ -409,7 +544,7 @@ def report(
             )
         else:
             wall = res.wall
-            check = check_output(tool, res.samples[-1].stdout, truth, exchanges)
+            check = res.check or check_output(tool, res.samples[-1].stdout, target.truth, exchanges)
             print(
                 f"{tool:<14} {wall:8.2f} {size / 1e6 / wall:9.1f} {packets / wall / 1e3:9.1f} "
                 f"{exchanges / wall:9.0f} {res.rss_mb:8.0f}  {check}"
@@ -448,6 +583,35 @@ def report(
     with args.results.open("a") as f:
         f.writelines(line + "\n" for line in lines)
     print(f"\nappended {len(lines)} results to {args.results}")
+
+
+def decryption_cost(
+    tls: Target, tls_results: dict[str, Result], clear: Target, clear_results: dict[str, Result]
+) -> None:
+    """Per tool, how much more a megabyte and an exchange of the TLS capture cost than of the
+    cleartext one (both measured in this run, with the same tshark filter and fields)."""
+    print(f"\ndecryption cost: {tls.capture.name} against {clear.capture.name} (this run)")
+    head = (
+        f"{'tool':<14} {'TLS MB/s':>9} {'clear MB/s':>10} {'cost/MB':>8} "
+        f"{'TLS exch/s':>10} {'clear exch/s':>12} {'cost/exch':>9} {'RSS TLS/clear':>14}"
+    )
+    print(head)
+    print("-" * len(head))
+    for tool, res in tls_results.items():
+        other = clear_results.get(tool)
+        if not res.ok or other is None or not other.ok:
+            why = "TLS run failed" if not res.ok else "cleartext run failed"
+            print(f"{tool:<14} no ratio ({why})")
+            continue
+        t_mbs, c_mbs = tls.size / 1e6 / res.wall, clear.size / 1e6 / other.wall
+        t_xs = tls.exchanges / res.wall if tls.exchanges else 0.0
+        c_xs = clear.exchanges / other.wall if clear.exchanges else 0.0
+        per_x = f"{c_xs / t_xs:8.2f}x" if t_xs and c_xs else f"{'-':>9}"
+        print(
+            f"{tool:<14} {t_mbs:9.1f} {c_mbs:10.1f} {c_mbs / t_mbs:7.2f}x "
+            f"{t_xs:10.0f} {c_xs:12.0f} {per_x} {res.rss_mb / other.rss_mb:14.2f}"
+        )
+    print("(cost = cleartext rate / TLS rate: how many times longer a MB or an exchange takes)")
 
 
 if __name__ == "__main__":

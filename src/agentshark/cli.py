@@ -61,6 +61,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SIZE",
         help="decoded size limit per body (default 256M)",
     )
+    ex.add_argument(
+        "--keylog",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="TLS key log (SSLKEYLOGFILE format) to decrypt captured TLS; repeatable",
+    )
     ex.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE")
     ex.add_argument("--no-progress", action="store_true", help="never show a progress bar")
     return parser
@@ -111,7 +118,7 @@ def _exchanges(args: argparse.Namespace) -> int:
     progress = None
     if not args.no_progress and sys.stderr.isatty() and total >= PROGRESS_MIN_BYTES:
         progress = _Progress(sys.stderr)
-    options = Options(max_body=args.max_body, progress=progress)
+    options = Options(max_body=args.max_body, progress=progress, keylogs=args.keylog)
     failed = 0
     out_file = Path(args.output).open("wb") if args.output else None  # noqa: SIM115
     try:

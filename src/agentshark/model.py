@@ -116,6 +116,7 @@ class Exchange:
     request: Request | None
     response: Response | None
     tls: dict[str, object] | None = None
+    stream: int | None = None  # HTTP/2 stream id; HTTP/1: the request's place on the connection
     upgrade: str | None = None  # protocol switched to by a 101 response ("websocket", "h2c")
     diagnostics: list[Diagnostic] = field(default_factory=list)
     extras: dict[str, object] = field(default_factory=dict)  # source-specific data kept raw

@@ -20,6 +20,15 @@ CASES: dict[str, tuple[list[str], list[str]]] = {
     "a2a_jsonrpc_v03": (["../shared/captures/a2a_jsonrpc_v03/capture.pcap"], []),
     "https_tls13_h2": (["../shared/captures/https_tls13_h2/capture.pcap"], []),
     "example_agent_chat": (["examples/agent_chat.pcap"], ["--events"]),
+    "h2c_prior_knowledge": (["../shared/captures/h2c_prior_knowledge/capture.pcap"], []),
+    "tls13_chacha20_h1": (
+        ["tests/data/captures/tls13_chacha20_h1/capture.pcap"],
+        ["--keylog", "tests/data/captures/tls13_chacha20_h1/keys.log", "--events"],
+    ),
+    "h2_rst_stream": (
+        ["tests/data/captures/h2_rst_stream/capture.pcap"],
+        ["--keylog", "tests/data/captures/h2_rst_stream/keys.log"],
+    ),
     "har_and_cassette": (
         [
             "tests/data/documents/chat_and_ws.har",

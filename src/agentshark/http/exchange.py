@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import assert_never
+from typing import Protocol, assert_never
 
 from agentshark.errors import Diagnostic
 from agentshark.http.events import (
@@ -28,6 +28,14 @@ from agentshark.http.events import (
     UnknownFrame,
 )
 from agentshark.model import Body, Exchange, Interim, Request, Response, header
+
+_EXCHANGE_TLS_FACTS = ("version", "cipher_suite", "sni", "alpn", "client_random", "resumed")
+
+
+class TlsFacts(Protocol):
+    """What an exchange records of the TLS session that carried it (never key material)."""
+
+    def to_json(self) -> dict[str, object]: ...
 
 
 @dataclass(slots=True)
@@ -54,6 +62,7 @@ class ExchangeAssembler:
         server: str,
         next_id: Callable[[], str],
         location: str = "",
+        tls: TlsFacts | None = None,
     ) -> None:
         self._source = source
         self._connection = connection
@@ -62,6 +71,7 @@ class ExchangeAssembler:
         self._server = server  # "host:port" of the server, for URLs without a Host header
         self._next_id = next_id
         self._location = location
+        self._tls = tls
         self._open: dict[int, _Open] = {}
         self.diagnostics: list[Diagnostic] = []  # problems not tied to one exchange
 
@@ -141,6 +151,13 @@ class ExchangeAssembler:
             else:
                 assert_never(ev)
         return done
+
+    def adopt_request(self, stream: int, request: Request) -> None:
+        """``stream`` answers a request seen before this assembler existed (the HTTP/1.1
+        request of an ``Upgrade: h2c`` is answered on HTTP/2 stream 1)."""
+        o = self._open.setdefault(stream, _Open())
+        o.request = request
+        o.request_done = True
 
     def close(self) -> list[Exchange]:
         """The connection is over: every exchange still open is handed out as it is."""
@@ -255,6 +272,8 @@ class ExchangeAssembler:
             response=o.response,
             upgrade=o.upgrade,
             diagnostics=o.diagnostics,
+            tls=self._tls_facts(),
+            stream=stream,
         )
         if o.request is None:
             ex.diagnostics.append(
@@ -275,6 +294,13 @@ class ExchangeAssembler:
                 )
             )
         return [ex]
+
+    def _tls_facts(self) -> dict[str, object] | None:
+        """The session facts an exchange carries; running counters stay on the connection."""
+        if self._tls is None:
+            return None
+        facts = self._tls.to_json()
+        return {k: facts[k] for k in _EXCHANGE_TLS_FACTS if k in facts}
 
     def _url(self, target: str, headers: list[tuple[str, str]]) -> str:
         if "://" in target:

@@ -124,6 +124,7 @@ class _Direction:
         "buf",
         "buf_ts",
         "chunked_bytes",
+        "leftover",
         "offset",
         "remaining",
         "response",
@@ -142,6 +143,7 @@ class _Direction:
         self.offset = 0  # stream offset of the first byte not yet consumed
         self.chunked_bytes = 0  # wire bytes of the current chunked body
         self.switched_bytes = 0
+        self.leftover = b""  # bytes after a protocol switch, kept for the next parser
 
 
 class H1Connection:
@@ -238,6 +240,14 @@ class H1Connection:
         d.buf = b""
         if d.state is not State.SWITCHED:
             d.state = State.HEAD
+        return out
+
+    def take_switched(self) -> tuple[bytes, bytes]:
+        """The bytes of each direction that followed the protocol switch in the same
+        segments as the HTTP/1.1 messages (the next protocol's first bytes)."""
+        client, server = self._dirs
+        out = (client.leftover, server.leftover)
+        client.leftover = server.leftover = b""
         return out
 
     @property
@@ -489,7 +499,7 @@ class H1Connection:
             for side in self._dirs:
                 side.switched_bytes += len(side.buf)
                 side.offset += len(side.buf)
-                side.buf = b""
+                side.leftover, side.buf = side.buf, b""
                 side.state = State.SWITCHED
             return True
         if method == "HEAD" or status in (204, 304):

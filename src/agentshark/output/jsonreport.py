@@ -31,7 +31,7 @@ class JsonReportWriter:
         self._out = out
         self._opts = opts
         self._spool = tempfile.SpooledTemporaryFile(max_size=8 << 20)  # noqa: SIM115
-        self._sources: list[bytes] = []
+        self._sources: list[tuple[int, bytes]] = []
         self._first_exchange = True
         self._first_connection = True
         out.write(b'{"schema":"' + SCHEMA.encode() + b'","exchanges":[')
@@ -46,7 +46,8 @@ class JsonReportWriter:
             self._spool.write(data if self._first_connection else b"," + data)
             self._first_connection = False
         elif isinstance(item, SourceReport):
-            self._sources.append(orjson.dumps(source_json(item), option=_DUMP_OPTS))
+            data = orjson.dumps(source_json(item), option=_DUMP_OPTS)
+            self._sources.append((item.index, data))
 
     def close(self) -> None:
         out = self._out
@@ -54,5 +55,7 @@ class JsonReportWriter:
         self._spool.seek(0)
         shutil.copyfileobj(self._spool, out)
         self._spool.close()
-        out.write(b'],"sources":[' + b",".join(self._sources) + b"]}\n")
+        # Exchanges name their source by index: the list is written in index order.
+        sources = [data for _, data in sorted(self._sources)]
+        out.write(b'],"sources":[' + b",".join(sources) + b"]}\n")
         out.flush()

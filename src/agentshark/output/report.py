@@ -76,6 +76,7 @@ def exchange_json(ex: Exchange, opts: RenderOptions) -> dict[str, Any]:
         "connection": ex.connection,
         "transport": ex.transport,
         "tls": ex.tls,
+        "stream": ex.stream,
         "request": req,
         "response": resp,
         "upgrade": ex.upgrade,
@@ -273,6 +274,7 @@ def connection_json(rep: ConnectionReport) -> dict[str, Any]:
         "end": {"client": c.end[0], "server": c.end[1]},
         "switched_bytes": {"client": rep.switched_bytes[0], "server": rep.switched_bytes[1]},
         "exchanges": rep.exchanges,
+        "tls": rep.tls,
         "diagnostics": diagnostics_json(rep.diagnostics),
     }
 
@@ -285,6 +287,8 @@ def source_json(rep: SourceReport) -> dict[str, Any]:
         "exchanges": rep.exchanges,
         "diagnostics": diagnostics_json(rep.diagnostics),
     }
+    if rep.format == "keylog":
+        out["secrets"] = rep.key_secrets
     if rep.format in ("pcap", "pcapng"):
         out["packets"] = rep.packets
         out["connections"] = rep.connections
@@ -293,6 +297,6 @@ def source_json(rep: SourceReport) -> dict[str, Any]:
             {"index": i.index, "linktype": i.linktype, "snaplen": i.snaplen, "name": i.name}
             for i in rep.interfaces
         ]
-        out["decryption_secrets_blocks"] = len(rep.secrets)
+        out["decryption_secrets_blocks"] = rep.secrets_blocks
         out["tcp"] = rep.stats
     return out

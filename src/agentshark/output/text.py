@@ -122,10 +122,12 @@ class TextWriter:
             out.write("\nconnections without HTTP exchanges:\n")
             for c in self._connections:
                 conn = c.connection
+                tls = c.tls or {}
+                sni = f" sni {tls['sni']}" if tls.get("sni") else ""
                 out.write(
                     f"  {conn.id:6} {format_endpoint(conn.client)} -> "
                     f"{format_endpoint(conn.server)}  {c.protocol:10} "
-                    f"bytes {conn.bytes[0]}/{conn.bytes[1]}\n"
+                    f"bytes {conn.bytes[0]}/{conn.bytes[1]}{sni}\n"
                 )
                 for d in c.diagnostics:
                     out.write(f"    ! {d.code}: {d.message}\n")
@@ -135,7 +137,10 @@ class TextWriter:
             if rep.format in ("pcap", "pcapng")
             else ""
         )
-        out.write(f"\n{rep.path}: {rep.format}, {detail}{rep.exchanges} exchanges\n")
+        if rep.format == "keylog":
+            out.write(f"{rep.path}: key log, {rep.key_secrets} secrets loaded\n")
+        else:
+            out.write(f"\n{rep.path}: {rep.format}, {detail}{rep.exchanges} exchanges\n")
         skipped = {k: v for k, v in rep.not_analyzed.items() if v}
         if skipped:
             out.write("  not analyzed: " + ", ".join(f"{k} {v}" for k, v in skipped.items()) + "\n")

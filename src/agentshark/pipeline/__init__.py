@@ -1,0 +1,249 @@
+"""The pipeline: input files -> a stream of exchanges, connection and source reports.
+
+This is the one module that sees every stage. It is a chain of generators: packets are read,
+decoded, reassembled and parsed as they come; an exchange is yielded as soon as both its
+messages end, and a connection's state is dropped when it closes, so memory follows the
+number of open connections, not the size of the capture.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
+
+from agentshark.errors import Diagnostic, InputError
+from agentshark.http.content import DEFAULT_DECODE_LIMIT
+from agentshark.model import Exchange
+from agentshark.net.events import (
+    ConnectionClosed,
+    ConnectionOpened,
+    StreamData,
+    StreamEnded,
+    StreamGap,
+    TcpEvent,
+)
+from agentshark.net.packet import PacketDecoder
+from agentshark.net.tcp import TcpReassembler
+from agentshark.pipeline.connection import ConnectionAnalyzer
+from agentshark.pipeline.reports import ConnectionReport, SourceReport
+from agentshark.sources.detect import classify_document, sniff_format
+from agentshark.sources.har import read_har
+from agentshark.sources.keylog import load_keylog
+from agentshark.sources.pcap import read_pcap
+from agentshark.sources.pcapng import read_pcapng
+from agentshark.sources.records import DecryptionSecrets, Interface, Packet
+from agentshark.sources.vcr import read_vcr
+from agentshark.tls.keylog import KeyLog
+
+__all__ = ["ConnectionReport", "Item", "Options", "SourceReport", "run"]
+
+TLSK = 0x544C534B  # Decryption Secrets Block type: NSS key log (pcapng §4.7)
+
+ProgressCallback = Callable[[int, int], None]  # (bytes read so far, total bytes or 0)
+
+
+@dataclass(slots=True, kw_only=True)
+class Options:
+    max_body: int = DEFAULT_DECODE_LIMIT  # decoded bytes per body
+    max_buffered: int = 8 << 20  # out-of-order TCP bytes held per direction
+    progress: ProgressCallback | None = None
+    keylogs: Sequence[str] = ()  # NSS key log files (SSLKEYLOGFILE) for TLS decryption
+
+
+Item = Exchange | ConnectionReport | SourceReport
+
+
+def run(paths: Sequence[str], options: Options | None = None) -> Iterator[Item]:
+    """Analyze ``paths`` (``-`` is standard input) in order.
+
+    Yields exchanges and connection reports as they finish, then one SourceReport per
+    input after its last exchange. A file that cannot be read at all yields a SourceReport
+    with an error diagnostic; the other files are still analyzed.
+    """
+    opts = options or Options()
+    counter = itertools.count(1)
+
+    def next_id() -> str:
+        return f"e{next(counter)}"
+
+    keylog = KeyLog()
+    for index, path in enumerate(opts.keylogs):
+        report = SourceReport(index=len(paths) + index, path=path, format="keylog")
+        report.diagnostics.extend(load_keylog(path, keylog))
+        report.key_secrets = len(keylog)
+        yield report
+
+    for index, path in enumerate(paths):
+        report = SourceReport(index=index, path=path, format="unknown")
+        try:
+            stream, total = _open(path)
+        except OSError as exc:
+            report.diagnostics.append(
+                Diagnostic(
+                    code="source.unreadable",
+                    severity="error",
+                    location=path,
+                    message=f"cannot read {path}: {exc.strerror or exc}",
+                )
+            )
+            yield report
+            continue
+        try:
+            prefix = "c" if len(paths) == 1 else f"s{index}.c"
+            yield from _analyze(stream, total, report, opts, next_id, prefix, keylog)
+        except InputError as exc:
+            report.diagnostics.append(
+                Diagnostic(
+                    code="source.unsupported", severity="error", location=path, message=str(exc)
+                )
+            )
+        finally:
+            if path != "-":
+                stream.close()
+        yield report
+
+
+def _open(path: str) -> tuple[io.BufferedReader, int]:
+    """The input as a buffered stream (``peek`` decides the format), with its size if known."""
+    if path == "-":
+        stdin = sys.stdin.buffer
+        if isinstance(stdin, io.BufferedReader):
+            return stdin, 0
+        return io.BufferedReader(io.FileIO(stdin.fileno(), closefd=False)), 0
+    p = Path(path)
+    return io.BufferedReader(io.FileIO(p, "rb"), buffer_size=1 << 20), p.stat().st_size
+
+
+def _analyze(
+    stream: io.BufferedReader,
+    total: int,
+    report: SourceReport,
+    opts: Options,
+    next_id: Callable[[], str],
+    prefix: str,
+    keylog: KeyLog,
+) -> Iterator[Item]:
+    head = stream.peek(64)[:64]
+    fmt = sniff_format(head)
+    name = report.path
+    if fmt in ("pcap", "pcapng"):
+        report.format = fmt
+        yield from _packets(stream, total, report, opts, next_id, prefix, keylog)
+        return
+    if fmt == "unknown":
+        raise InputError(
+            f"{name}: not a format agentshark reads (starts with {head[:16]!r}); "
+            "give it a pcap or pcapng capture, a HAR 1.2 file or a vcrpy cassette"
+        )
+    data = stream.read()
+    report.bytes = len(data)
+    kind, doc = classify_document(data, name)
+    report.format = kind
+    reader = read_har if kind == "har" else read_vcr
+    for item in reader(doc, name, report.index, next_id):
+        if isinstance(item, Diagnostic):
+            report.diagnostics.append(item)
+        else:
+            report.exchanges += 1
+            yield item
+
+
+def _packets(
+    stream: BinaryIO,
+    total: int,
+    report: SourceReport,
+    opts: Options,
+    next_id: Callable[[], str],
+    prefix: str,
+    keylog: KeyLog,
+) -> Iterator[Item]:
+    name = report.path
+    reader = read_pcap(stream, name) if report.format == "pcap" else read_pcapng(stream, name)
+    decoder = PacketDecoder(source_name=name)
+    tcp = TcpReassembler(source_name=name, max_buffered=opts.max_buffered, id_prefix=prefix)
+    conns: dict[str, ConnectionAnalyzer] = {}
+    progress = opts.progress
+    packets = 0
+    decode = decoder.decode
+    feed = tcp.feed
+
+    def dispatch(events: list[TcpEvent], out: list[Item]) -> None:
+        """TCP events -> the connection analyzers; finished items appended to ``out``."""
+        for ev in events:
+            if type(ev) is StreamData:  # the hot path: one per data segment
+                found = conns[ev.connection.id].data(ev.direction, ev.data, ev.ts)
+                if found:
+                    out.extend(found)
+            elif isinstance(ev, StreamGap):
+                out.extend(conns[ev.connection.id].gap(ev.direction, ev.size, ev.ts))
+            elif isinstance(ev, StreamEnded):
+                analyzer = conns[ev.connection.id]
+                out.extend(analyzer.end(ev.direction, ev.ts, clean=ev.reason == "fin"))
+            elif isinstance(ev, ConnectionOpened):
+                conns[ev.connection.id] = ConnectionAnalyzer(
+                    ev.connection, report.index, next_id, name, keylog
+                )
+                report.connections += 1
+            elif isinstance(ev, ConnectionClosed):
+                out.extend(conns.pop(ev.connection.id).close())
+
+    def drain(out: list[Item]) -> Iterator[Item]:
+        for item in out:
+            if type(item) is Exchange:
+                report.exchanges += 1
+            yield item
+        out.clear()
+
+    ready: list[Item] = []
+    for item in reader:
+        if type(item) is Packet:
+            packets += 1
+            seg = decode(item)
+            if seg is not None:
+                events = feed(seg)
+                if events:
+                    ev = events[0]
+                    if len(events) == 1 and type(ev) is StreamData:  # the hot path
+                        found = conns[ev.connection.id].data(ev.direction, ev.data, ev.ts)
+                        if found:
+                            ready.extend(found)
+                    else:
+                        dispatch(events, ready)
+                    if ready:
+                        yield from drain(ready)
+            if progress is not None and not packets & 0x3FFF:
+                progress(item.offset, total)
+        elif isinstance(item, Diagnostic):
+            report.diagnostics.append(item)
+        elif isinstance(item, DecryptionSecrets):
+            report.secrets_blocks += 1
+            where = f"{name} Decryption Secrets Block at offset {item.offset}"
+            if item.secrets_type == TLSK:
+                report.diagnostics.extend(keylog.add_text(item.data, where))
+            else:
+                report.diagnostics.append(
+                    Diagnostic(
+                        code="pcapng.unsupported_secrets",
+                        severity="info",
+                        location=where,
+                        message=f"secrets of type 0x{item.secrets_type:08x} are not TLS key "
+                        "log lines (TLSK); ignored",
+                    )
+                )
+        elif isinstance(item, Interface):
+            report.interfaces.append(item)
+    dispatch(tcp.close(), ready)
+    yield from drain(ready)
+    report.diagnostics.extend(decoder.close())
+    report.diagnostics.extend(tcp.diagnostics)
+    report.packets = packets
+    report.bytes = stream.tell() if report.path != "-" else 0
+    report.not_analyzed = dict(decoder.counts)
+    report.stats = dict(tcp.stats)
+    if progress is not None:
+        progress(total, total)

@@ -1,0 +1,388 @@
+"""One TCP connection above TCP: TLS (when keys allow), protocol sniffing, HTTP/1 or HTTP/2.
+
+The layers, for each connection::
+
+    TCP events -> [TlsConnection: ciphertext -> plaintext] -> _Plain: sniff -> HttpSession
+                                                                        -> Exchange objects
+
+``_Plain`` holds a direction's first bytes until it knows what they are (a few bytes; 64 KiB
+for a capture that starts mid-connection), then replays them into the chosen parser.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Literal
+
+from agentshark.errors import Diagnostic
+from agentshark.http.events import HttpEvent
+from agentshark.http.exchange import ExchangeAssembler
+from agentshark.http.h1 import H1Connection
+from agentshark.http.h2 import H2Connection
+from agentshark.http.sniff import SNIFF_BYTES, sniff
+from agentshark.model import Exchange
+from agentshark.net.events import Connection, format_endpoint
+from agentshark.pipeline.reports import ConnectionReport
+from agentshark.tls.events import TlsPlaintext
+from agentshark.tls.keylog import KeyLog
+from agentshark.tls.session import TlsConnection
+
+HttpVersion = Literal["http/1.1", "h2"]
+_HELD_LIMIT = 65536
+
+_Held = tuple[str, int, object, float]  # ("data"|"gap"|"end", direction, value, ts)
+
+
+class HttpSession:
+    """HTTP/1.x or HTTP/2 on one connection (both directions) with its exchange assembler.
+
+    Follows an HTTP/1.1 ``Upgrade: h2c`` into HTTP/2 on the same connection: the upgraded
+    request's response then arrives on HTTP/2 stream 1 (RFC 7540 §3.2).
+    """
+
+    __slots__ = ("_assembler", "_h1", "_h2", "_make_assembler", "diagnostics", "exchanges")
+
+    def __init__(
+        self,
+        version: HttpVersion,
+        make_assembler: Callable[[str], ExchangeAssembler],
+        *,
+        expect_preface: bool = True,
+    ) -> None:
+        self._make_assembler = make_assembler
+        self._h1: H1Connection | None = None
+        self._h2: H2Connection | None = None
+        if version == "h2":
+            self._h2 = H2Connection(expect_preface=expect_preface)
+            self._assembler = make_assembler("h2")
+        else:
+            self._h1 = H1Connection()
+            self._assembler = make_assembler("http/1.1")
+        self.diagnostics: list[Diagnostic] = []
+        self.exchanges = 0
+
+    @property
+    def switched(self) -> str | None:
+        return self._h1.switched if self._h1 is not None and self._h2 is None else None
+
+    @property
+    def switched_bytes(self) -> tuple[int, int]:
+        if self._h1 is None or self._h2 is not None:
+            return (0, 0)
+        return self._h1.switched_bytes
+
+    @property
+    def version(self) -> str:
+        return "h2" if self._h2 is not None else "http/1.1"
+
+    def feed(self, direction: int, data: bytes, ts: float) -> list[Exchange]:
+        h2 = self._h2
+        if h2 is not None:
+            events = h2.feed(direction, data, ts)
+            return self._emit(events) if events else []
+        assert self._h1 is not None
+        events = self._h1.feed(direction, data, ts)
+        if not events:
+            return []
+        done = self._emit(events)
+        if self._h1.switched == "h2c":
+            done.extend(self._upgrade_to_h2(done, ts))
+        return done
+
+    def gap(self, direction: int, size: int, ts: float) -> list[Exchange]:
+        parser = self._h2 if self._h2 is not None else self._h1
+        assert parser is not None
+        return self._emit(parser.gap(direction, size, ts))
+
+    def end(self, direction: int, ts: float, *, clean: bool) -> list[Exchange]:
+        parser = self._h2 if self._h2 is not None else self._h1
+        assert parser is not None
+        return self._emit(parser.end(direction, ts, clean=clean))
+
+    def close(self) -> list[Exchange]:
+        done = self._assembler.close()
+        self.exchanges += len(done)
+        self.diagnostics.extend(self._assembler.diagnostics)
+        return done
+
+    def _emit(self, events: list[HttpEvent]) -> list[Exchange]:
+        done = self._assembler.handle(events)
+        self.exchanges += len(done)
+        return done
+
+    def _upgrade_to_h2(self, done: list[Exchange], ts: float) -> list[Exchange]:
+        """The 101 to ``Upgrade: h2c`` was seen: hand the connection to HTTP/2."""
+        assert self._h1 is not None
+        upgraded = next((ex for ex in done if ex.upgrade == "h2c"), None)
+        leftovers = self._h1.take_switched()
+        out = self.close()  # the HTTP/1.1 part is over
+        self._assembler = self._make_assembler("h2")
+        self._h2 = H2Connection(expect_preface=True, upgraded=True)
+        if upgraded is not None and upgraded.request is not None:
+            self._assembler.adopt_request(1, upgraded.request)
+        for direction, data in enumerate(leftovers):
+            if data:
+                out.extend(self.feed(direction, data, ts))
+        return out
+
+
+class _Plain:
+    """Cleartext bytes of a connection (on the wire, or decrypted): sniff, then parse."""
+
+    __slots__ = (
+        "_alpn",
+        "_ended",
+        "_events",
+        "_heads",
+        "_make_assembler",
+        "_swap",
+        "_tls_allowed",
+        "protocol",
+        "session",
+        "swapped",
+    )
+
+    def __init__(
+        self,
+        make_assembler: Callable[[str], ExchangeAssembler],
+        *,
+        swap_allowed: bool,
+        tls_allowed: bool,
+        alpn: str | None = None,
+    ) -> None:
+        self._make_assembler = make_assembler
+        self._swap = swap_allowed
+        self._tls_allowed = tls_allowed
+        self._alpn = alpn
+        self._events: list[_Held] = []
+        self._heads = (bytearray(), bytearray())
+        self._ended = [False, False]
+        self.protocol: str | None = None
+        self.session: HttpSession | None = None
+        self.swapped = False
+
+    def data(self, direction: int, data: bytes, ts: float) -> list[Exchange]:
+        session = self.session
+        if session is not None:
+            return session.feed(direction, data, ts)
+        if self.protocol is not None:
+            return []
+        self._events.append(("data", direction, data, ts))
+        head = self._heads[direction]
+        if len(head) < _HELD_LIMIT:
+            head += data[: _HELD_LIMIT - len(head)]
+        return self._decide(final=False)
+
+    def gap(self, direction: int, size: int, ts: float) -> list[Exchange]:
+        if self.session is not None:
+            return self.session.gap(direction, size, ts)
+        if self.protocol is not None:
+            return []
+        self._events.append(("gap", direction, size, ts))
+        return self._decide(final=True)
+
+    def end(self, direction: int, ts: float, *, clean: bool) -> list[Exchange]:
+        self._ended[direction] = True
+        if self.session is not None:
+            return self.session.end(direction, ts, clean=clean)
+        if self.protocol is not None:
+            return []
+        self._events.append(("end", direction, clean, ts))
+        return self._decide(final=all(self._ended))
+
+    def finish(self) -> list[Exchange]:
+        """The connection is over: decide with what there is, flush the session."""
+        out = self._decide(final=True) if self.protocol is None else []
+        if self.session is not None:
+            out.extend(self.session.close())
+        return out
+
+    def held(self) -> list[_Held]:
+        """The events held back while sniffing (for a layer that takes over: TLS)."""
+        events, self._events = self._events, []
+        return events
+
+    def _decide(self, *, final: bool) -> list[Exchange]:
+        client, server = self._heads
+        if self._alpn in ("h2", "http/1.1"):
+            protocol: str | None = self._alpn
+            swap = False
+        elif not final and len(client) < SNIFF_BYTES and not server and not self._ended[0]:
+            return []
+        else:
+            protocol, swap = sniff(
+                bytes(client), bytes(server), final=final, swap_allowed=self._swap
+            )
+            if protocol == "tls" and not self._tls_allowed:
+                protocol = "unknown"
+        if protocol is None:
+            return []
+        self.protocol = protocol
+        self.swapped = swap
+        self._heads = (bytearray(), bytearray())
+        if protocol not in ("http/1.1", "h2c", "h2"):
+            return []
+        events = self.held()
+        if swap:
+            events = [(kind, 1 - d, value, ts) for kind, d, value, ts in events]
+        version: HttpVersion = "http/1.1" if protocol == "http/1.1" else "h2"
+        self.session = HttpSession(version, self._make_assembler)
+        return replay(self, events)
+
+
+def replay(target: _Plain | ConnectionAnalyzer, events: list[_Held]) -> list[Exchange]:
+    out: list[Exchange] = []
+    for kind, d, value, ts in events:
+        if kind == "data":
+            assert isinstance(value, bytes)
+            out.extend(target.data(d, value, ts))
+        elif kind == "gap":
+            assert isinstance(value, int)
+            out.extend(target.gap(d, value, ts))
+        else:
+            out.extend(target.end(d, ts, clean=bool(value)))
+    return out
+
+
+class ConnectionAnalyzer:
+    """Everything above TCP for one connection; see the module docstring."""
+
+    __slots__ = ("_conn", "_inner", "_keylog", "_location", "_next_id", "_outer", "_source", "_tls")
+
+    def __init__(
+        self,
+        conn: Connection,
+        source: int,
+        next_id: Callable[[], str],
+        name: str,
+        keylog: KeyLog,
+    ) -> None:
+        self._conn = conn
+        self._source = source
+        self._next_id = next_id
+        self._keylog = keylog
+        self._location = f"{name} {conn.id}"
+        self._outer = _Plain(
+            self._assembler_factory("http"),
+            swap_allowed=not conn.handshake_seen,
+            tls_allowed=True,
+        )
+        self._tls: TlsConnection | None = None
+        self._inner: _Plain | None = None
+
+    def _assembler_factory(self, scheme: str) -> Callable[[str], ExchangeAssembler]:
+        def make(transport: str) -> ExchangeAssembler:
+            return ExchangeAssembler(
+                source=self._source,
+                connection=self._conn.id,
+                transport=transport,
+                scheme=scheme,
+                server=format_endpoint(self._conn.server),
+                next_id=self._next_id,
+                location=self._location,
+                tls=self._tls.info if self._tls is not None else None,
+            )
+
+        return make
+
+    # -- TCP events -----------------------------------------------------------------------
+
+    def data(self, direction: int, data: bytes, ts: float) -> list[Exchange]:
+        tls = self._tls
+        if tls is None:
+            out = self._outer.data(direction, data, ts)
+            if self._outer.protocol == "tls" and self._tls is None:
+                out.extend(self._start_tls())
+            return out
+        return self._plaintext(tls.feed(direction, data, ts))
+
+    def gap(self, direction: int, size: int, ts: float) -> list[Exchange]:
+        if self._tls is None:
+            out = self._outer.gap(direction, size, ts)
+            if self._outer.protocol == "tls" and self._tls is None:
+                out.extend(self._start_tls())
+            return out
+        out = self._plaintext(self._tls.gap(direction, size, ts))
+        if self._inner is not None:  # decryption of this direction stops here
+            out.extend(self._inner.end(direction, ts, clean=False))
+        return out
+
+    def end(self, direction: int, ts: float, *, clean: bool) -> list[Exchange]:
+        if self._tls is None:
+            out = self._outer.end(direction, ts, clean=clean)
+            if self._outer.protocol == "tls" and self._tls is None:
+                out.extend(self._start_tls())
+            return out
+        out = self._plaintext(self._tls.end(direction, ts))
+        if self._inner is not None:
+            out.extend(self._inner.end(direction, ts, clean=clean))
+        return out
+
+    def close(self) -> list[Exchange | ConnectionReport]:
+        out: list[Exchange | ConnectionReport] = []
+        if self._tls is None:
+            out.extend(self._outer.finish())
+            if self._outer.protocol == "tls":
+                out.extend(self._start_tls())
+        if self._inner is not None:
+            out.extend(self._inner.finish())
+        out.append(self._report())
+        return out
+
+    # -- TLS ------------------------------------------------------------------------------
+
+    def _start_tls(self) -> list[Exchange]:
+        if self._outer.swapped:
+            self._conn.swap_roles()
+        self._tls = TlsConnection(self._keylog, location=self._location)
+        return replay(self, self._outer.held())
+
+    def _plaintext(self, events: Sequence[object]) -> list[Exchange]:
+        out: list[Exchange] = []
+        for ev in events:
+            if isinstance(ev, TlsPlaintext):
+                inner = self._inner
+                if inner is None:
+                    assert self._tls is not None
+                    inner = self._inner = _Plain(
+                        self._assembler_factory("https"),
+                        swap_allowed=False,
+                        tls_allowed=False,
+                        alpn=self._tls.info.alpn,
+                    )
+                out.extend(inner.data(ev.direction, ev.data, ev.ts))
+            elif isinstance(ev, Diagnostic):
+                self._conn.diagnostics.append(ev)
+        return out
+
+    # -- the report -----------------------------------------------------------------------
+
+    def _report(self) -> ConnectionReport:
+        plain = self._inner if self._tls is not None else self._outer
+        session = plain.session if plain is not None else None
+        diagnostics = list(self._conn.diagnostics)
+        protocol = plain.protocol if plain is not None and plain.protocol else "unknown"
+        if self._tls is not None and (plain is None or plain.protocol is None):
+            protocol = "tls"
+        switched = (0, 0)
+        exchanges = 0
+        if session is not None:
+            diagnostics.extend(session.diagnostics)
+            exchanges = session.exchanges
+            switched = session.switched_bytes
+            protocol = (
+                session.version
+                if self._tls is not None
+                else ("h2c" if session.version == "h2" else "http/1.1")
+            )
+            if session.switched:
+                protocol = f"{protocol}+{session.switched}"
+        return ConnectionReport(
+            connection=self._conn,
+            source=self._source,
+            protocol=protocol,
+            exchanges=exchanges,
+            diagnostics=diagnostics,
+            switched_bytes=switched,
+            tls=self._tls.info.to_json() if self._tls is not None else None,
+        )
