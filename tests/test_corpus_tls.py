@@ -4,6 +4,7 @@ pipeline and compared with the HAR files pcap2har derived from the same captures
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from agentshark.http.content import decode_body
 from agentshark.model import Exchange, header
@@ -35,9 +36,9 @@ def decoded_size(ex: Exchange) -> int:
     return body.size
 
 
-def har_entries(name: str) -> list[dict[str, object]]:
+def har_entries(name: str) -> list[dict[str, Any]]:
     doc = json.loads((P2H / "goldens" / name).read_text())
-    entries: list[dict[str, object]] = doc["log"]["entries"]
+    entries: list[dict[str, Any]] = doc["log"]["entries"]
     return entries
 
 
@@ -55,9 +56,9 @@ def test_http2_dump_matches_pcap2har() -> None:
         (
             e["request"]["method"],
             e["request"]["url"],
-            e["response"]["status"],  # type: ignore[index]
+            e["response"]["status"],
             e["response"]["content"]["size"],
-        )  # type: ignore[index]
+        )
         for e in har_entries("test_http2.py-test_http2_parse")
     )
     assert got == want
@@ -71,7 +72,7 @@ def test_firefox_tls13_dsb_decrypts_every_request() -> None:
     exchanges.sort(key=lambda e: e.started or 0.0)
     got = [(ex.request.method, ex.request.url) for ex in exchanges if ex.request is not None]
     want = [
-        (e["request"]["method"], e["request"]["url"])  # type: ignore[index]
+        (e["request"]["method"], e["request"]["url"])
         for e in har_entries("test_http2.py-test_firefox_tls13")
     ]
     assert got == want
