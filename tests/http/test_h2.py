@@ -57,7 +57,6 @@ from agentshark.http.h2_hpack import BlockDecoder
 from agentshark.model import Exchange, Headers, header
 from agentshark.net.events import (
     ConnectionClosed,
-    ConnectionOpened,
     StreamData,
     StreamEnded,
     StreamGap,
@@ -66,8 +65,9 @@ from agentshark.net.events import (
 from agentshark.net.packet import PacketDecoder
 from agentshark.net.tcp import TcpReassembler
 from agentshark.sources.pcap import read_pcap
+from agentshark.sources.pcapng import read_pcapng
 from agentshark.sources.records import Packet
-from tests.helpers import CAPTURES
+from tests.helpers import CAPTURES, CORPUS
 
 Transcript = list[tuple[int, bytes]]
 E = TypeVar("E")
@@ -505,6 +505,45 @@ def test_header_table_size_setting_and_size_update() -> None:
     assert "SETTINGS_HEADER_TABLE_SIZE" in err.message
 
 
+def test_max_frame_size_setting() -> None:
+    c, s = Peer(), Peer()
+    big = data(1, b"z" * 20000, "END_STREAM")  # larger than the default 16384
+    head = [(0, PREFACE + headers(1, c.block(GET), "END_STREAM"))]
+    # the client never allowed it: these bytes cannot be a frame header
+    events = three_ways([*head, (1, headers(1, s.block(OK)) + big)])
+    err = of(ParseError, events)[0]
+    assert "exceeds the 16384 bytes SETTINGS_MAX_FRAME_SIZE allows" in err.message
+    assert not of(MessageEnded, events)[-1].complete
+    # allowed by the client's SETTINGS, acknowledged by the server
+    allowed = [
+        (0, PREFACE + settings_frame({5: 65536}) + headers(1, Peer().block(GET), "END_STREAM")),
+        (1, settings_frame() + settings_frame(ack=True)),
+        (1, headers(1, Peer().block(OK)) + big),
+    ]
+    events = three_ways(allowed)
+    assert not of(ParseError, events)
+    assert body(events, 1, True) == b"z" * 20000
+
+
+def test_trailers_whose_head_came_before_the_capture() -> None:
+    c, s = Peer(), Peer()
+    stream_call = [*POST[:4], ("content-type", "application/grpc")]
+    transcript = [
+        (0, PREFACE + headers(1, c.block(stream_call)) + data(1, b"\0\0\0\0\0", "END_STREAM")),
+        (1, headers(1, s.block(OK)) + data(1, b"\0\0\0\0\x01a")),
+    ]
+    later = [
+        (1, data(1, b"\0\0\0\0\x01b")),
+        (1, headers(1, s.block([("grpc-status", "0")]), "END_STREAM")),
+    ]
+    run(transcript)  # the blocks the capture below misses
+    events = three_ways(later, expect_preface=False)
+    assert body(events, 1, True) == b"\0\0\0\0\x01b"
+    (end,) = of(MessageEnded, events)
+    assert end.response and not end.complete and end.trailers == [("grpc-status", "0")]
+    assert not of(ResponseHeaders, events)
+
+
 def test_extended_connect_switches_the_stream() -> None:
     c, s = Peer(), Peer()
     ws = [
@@ -809,13 +848,14 @@ def test_block_decoder_takes_any_bytes(first: bytes, second: bytes) -> None:
 # -- real traffic ---------------------------------------------------------------------------
 
 
-def capture_events(name: str) -> Iterator[tuple[str, int | None, Any]]:
-    """(connection id, direction, TCP event) of a capture, in order."""
-    path = CAPTURES / name / "capture.pcap"
+def capture_events(path: Path) -> Iterator[tuple[str, int | None, Any]]:
+    """(connection id, direction, TCP event) of a pcap or pcapng file, in order."""
     decoder = PacketDecoder(source_name=str(path))
     tcp = TcpReassembler(source_name=str(path))
     with path.open("rb") as f:
-        for item in read_pcap(f, str(path)):
+        pcapng = f.read(4) == b"\x0a\x0d\x0d\x0a"
+        f.seek(0)
+        for item in read_pcapng(f, str(path)) if pcapng else read_pcap(f, str(path)):
             if isinstance(item, Packet):
                 seg = decoder.decode(item)
                 if seg is not None:
@@ -825,14 +865,23 @@ def capture_events(name: str) -> Iterator[tuple[str, int | None, Any]]:
         yield ev.connection.id, getattr(ev, "direction", None), ev
 
 
-def h2_capture(name: str) -> tuple[list[Exchange], list[HttpEvent]]:
-    """Every connection of a cleartext HTTP/2 capture, decoded and assembled."""
+def h2_capture(path: Path) -> tuple[list[Exchange], list[HttpEvent]]:
+    """The cleartext HTTP/2 connections of a capture (those whose client starts with the
+    preface), decoded and assembled."""
     ids = count(1)
-    conns: dict[str, tuple[H2Connection, ExchangeAssembler]] = {}
+    tcp_events = list(capture_events(path))
+    first: dict[str, bytes] = {}
+    for cid, direction, ev in tcp_events:
+        if isinstance(ev, StreamData) and direction == 0:
+            first.setdefault(cid, ev.data)
+    conns: dict[str, tuple[H2Connection, ExchangeAssembler] | None] = {}
     exchanges: list[Exchange] = []
     events: list[HttpEvent] = []
-    for cid, direction, ev in capture_events(name):
-        if isinstance(ev, ConnectionOpened):
+    for cid, direction, ev in tcp_events:
+        if cid not in conns:
+            if not first.get(cid, b"").startswith(PREFACE):
+                conns[cid] = None
+                continue
             assembler = ExchangeAssembler(
                 source=0,
                 connection=cid,
@@ -842,12 +891,15 @@ def h2_capture(name: str) -> tuple[list[Exchange], list[HttpEvent]]:
                 next_id=lambda: f"x{next(ids)}",
             )
             conns[cid] = (H2Connection(), assembler)
+        found = conns.get(cid)
+        if found is None:
             continue
-        conn, assembler = conns[cid]
+        conn, assembler = found
         if isinstance(ev, ConnectionClosed):
             exchanges.extend(assembler.close())
             continue
-        assert direction is not None
+        if direction is None:  # ConnectionOpened
+            continue
         if isinstance(ev, StreamData):
             new = conn.feed(direction, ev.data, ev.ts)
         elif isinstance(ev, StreamGap):
@@ -886,7 +938,7 @@ def needs(name: str) -> pytest.MarkDecorator:
 
 @needs("h2c_prior_knowledge")
 def test_h2c_prior_knowledge_matches_truth() -> None:
-    exchanges, events = h2_capture("h2c_prior_knowledge")
+    exchanges, events = h2_capture(CAPTURES / "h2c_prior_knowledge" / "capture.pcap")
     t = truth("h2c_prior_knowledge")
     assert not of(ParseError, events)
     assert len(exchanges) == t["request_count"] == 6
@@ -928,7 +980,7 @@ def test_h2c_prior_knowledge_matches_truth() -> None:
 
 @needs("grpc_h2c")
 def test_grpc_h2c_matches_truth() -> None:
-    exchanges, events = h2_capture("grpc_h2c")
+    exchanges, events = h2_capture(CAPTURES / "grpc_h2c" / "capture.pcap")
     t = truth("grpc_h2c")
     assert not of(ParseError, events)
     calls = t["calls"]
@@ -973,10 +1025,39 @@ def grpc_messages(raw: bytes) -> list[bytes]:
     return out
 
 
+GRPC_GO = CORPUS / "PacktPublishing__gRPC-Go-for-Professionals" / "chapter1"
+
+
+@pytest.mark.parametrize(
+    ("name", "path", "requests", "responses"),
+    [
+        ("Unary", "/greet.GreetService/Greet", 1, 1),
+        ("Server Streaming", "/greet.GreetService/GreetManyTimes", 1, 10),
+        ("Client Streaming", "/greet.GreetService/LongGreet", 3, 1),
+        ("Bidi Streaming", "/greet.GreetService/GreetEveryone", 3, 3),
+    ],
+)
+def test_grpc_go_captures(name: str, path: str, requests: int, responses: int) -> None:
+    """grpc-go 1.50 (another HPACK encoder, another frame writer): every call decodes,
+    and its bodies split exactly into gRPC messages."""
+    capture = GRPC_GO / f"{name}.pcapng"
+    if not capture.exists():
+        pytest.skip(f"{capture} not available")
+    exchanges, events = h2_capture(capture)
+    assert not of(ParseError, events)
+    (ex,) = exchanges
+    assert ex.complete and ex.request is not None and ex.response is not None
+    assert (ex.request.method, ex.request.target) == ("POST", path)
+    assert header(ex.request.headers, "user-agent") == "grpc-go/1.50.1"
+    assert ex.response.trailers == [("grpc-status", "0"), ("grpc-message", "")]
+    assert len(grpc_messages(ex.request.body.data())) == requests
+    assert len(grpc_messages(ex.response.body.data())) == responses
+
+
 def capture_transcript(name: str) -> Transcript:
     return [
         (d, ev.data)
-        for _, d, ev in capture_events(name)
+        for _, d, ev in capture_events(CAPTURES / name / "capture.pcap")
         if isinstance(ev, StreamData) and d is not None
     ]
 

@@ -194,19 +194,30 @@ class H2Connection:
     def feed(self, direction: int, data: bytes, ts: float) -> list[HttpEvent]:
         d = self._dirs[direction]
         out: list[HttpEvent] = []
-        if not data:
+        if not d.held:
+            d.held_ts = ts
+            self._run(d, data, ts, out, 0)
             return out
-        if d.held:
-            d.held.append(data)
-            d.held_len += len(data)
-            if d.held_len < d.need:
+        # Complete the held unit (a frame header, a whole control frame, the preface, a
+        # resync candidate) with just the bytes it needs: the rest of ``data`` is parsed
+        # where it is, not copied.
+        pos = 0
+        n = len(data)
+        while d.held:
+            missing = d.need - d.held_len
+            if n - pos < missing:
+                if pos < n:
+                    d.held.append(data[pos:] if pos else data)
+                    d.held_len += n - pos
                 return out
-            data = b"".join(d.held)
+            d.held.append(data[pos : pos + missing])
+            unit = b"".join(d.held)
             d.held = []
             d.held_len = 0
-        else:
-            d.held_ts = ts
-        self._run(d, data, ts, out)
+            pos += missing
+            self._run(d, unit, ts, out, 0)
+        if pos < n:
+            self._run(d, data, ts, out, pos)
         return out
 
     def gap(self, direction: int, size: int, ts: float) -> list[HttpEvent]:
@@ -254,10 +265,10 @@ class H2Connection:
 
     # -- the byte loop --------------------------------------------------------------------
 
-    def _run(self, d: _Direction, buf: bytes, ts: float, out: list[HttpEvent]) -> None:
-        """Parse ``buf`` (held bytes first); hold what cannot be parsed yet."""
-        start = d.base = d.offset
-        pos = 0
+    def _run(self, d: _Direction, buf: bytes, ts: float, out: list[HttpEvent], pos: int) -> None:
+        """Parse ``buf[pos:]``, whose first byte is at ``d.offset``; hold what cannot be
+        parsed yet."""
+        start = d.base = d.offset - pos
         n = len(buf)
         while pos < n:
             mode = d.mode
@@ -471,7 +482,7 @@ class H2Connection:
                     ts=ts,
                 )
             )
-            self._streams.close(sid)
+            self._streams.close(sid, reset=True)
         elif isinstance(frame, SettingsFrame):
             self._on_settings(d, frame, flags)
         elif isinstance(frame, GoAwayFrame):
@@ -653,7 +664,7 @@ class H2Connection:
             pos = self._resync(d, buf, 0, ts, out, final=True)
             d.offset = d.base + pos
             if pos < len(buf):
-                self._run(d, buf[pos:], ts, out)
+                self._run(d, buf, ts, out, pos)
         if d.mode is Mode.RESYNC:
             self._report_skipped(d, ts, out)
 

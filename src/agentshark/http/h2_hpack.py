@@ -26,9 +26,10 @@ unknown, never as wrong values. Our table holds a subset of the encoder's entrie
 evicts no earlier than the encoder does; an entry we still hold is one the encoder may use.
 
 hpack still does the hard parts: its ``HeaderTable`` (static table, eviction) and its
-Huffman decoder. Walking the fields here is also twice as fast as hpack's ``Decoder`` (no
-per-field logging, memoryview copies or tuple subclasses); the tests check the two agree
-on every valid block.
+Huffman decoder. Walking the fields here is also faster than hpack's ``Decoder`` (no
+per-field logging, memoryview copies or tuple subclasses): 7 against 16 µs for an httpx
+block, 3 against 11 µs for a grpcio one. The tests hold the two to the same fields on every
+block hpack's ``Decoder`` accepts.
 """
 
 from __future__ import annotations

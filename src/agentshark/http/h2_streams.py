@@ -45,7 +45,7 @@ class Streams:
 
     def __init__(self) -> None:
         self._open: dict[int, Stream] = {}
-        self._closed: dict[int, None] = {}  # recently closed ids, oldest first
+        self._closed: dict[int, bool] = {}  # recently closed ids (True: by a reset), oldest first
         self._closed_floor = [0, 0]  # by parity: ids up to this that are not open are closed
         self.max_stream = 0  # the highest id opened by HEADERS or PUSH_PROMISE
 
@@ -58,11 +58,12 @@ class Streams:
             s = self._open[sid] = Stream()
         return s
 
-    def close(self, sid: int) -> None:
-        """Closed by both END_STREAMs or a reset: later frames on it are ignored (§5.1)."""
+    def close(self, sid: int, *, reset: bool = False) -> None:
+        """Closed by both END_STREAMs or by a reset: later frames on it are ignored (§5.1),
+        silently after a reset (frames in flight cross it)."""
         self._open.pop(sid, None)
         closed = self._closed
-        closed[sid] = None
+        closed[sid] = reset
         if len(closed) > CLOSED_MEMORY:
             oldest = next(iter(closed))
             del closed[oldest]
@@ -86,7 +87,9 @@ class Streams:
         byte at ``offset``, arriving from ``started``)."""
         s = self.get(sid)
         if s is None:
-            out.append(_error(side, offset, ts, f"HEADERS on closed stream {sid}; ignored", sid))
+            if not self._closed.get(sid, True):
+                message = f"HEADERS on stream {sid} after it closed; ignored"
+                out.append(_error(side, offset, ts, message, sid))
             return
         state = s.state[side]
         headers = decoded.headers
@@ -107,7 +110,7 @@ class Streams:
             out.append(_error(side, offset, ts, message, sid))
             s.headless[side] = True
             s.state[side] = OPEN
-            self._trailers(side, sid, decoded, True, offset, ts, out)
+            self._trailers(side, sid, decoded, end_stream, offset, ts, out)
             return
         if side == 0:
             method = _pseudo(headers, ":method") or "?"
@@ -216,7 +219,10 @@ class Streams:
         if s is None:
             if not sid:
                 out.append(_error(side, offset, ts, "DATA on stream 0 (§6.1); ignored", None))
-            return False  # a closed stream: frames in flight after a reset are normal (§5.1)
+            elif not self._closed.get(sid, True):
+                message = f"DATA on stream {sid} after it closed; ignored"
+                out.append(_error(side, offset, ts, message, sid))
+            return False
         state = s.state[side]
         if state == OPEN:
             return True
