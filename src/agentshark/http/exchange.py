@@ -81,10 +81,11 @@ class ExchangeAssembler:
             if isinstance(ev, BodyData):  # the hot path: one per body segment
                 o = self._open.get(ev.stream)
                 msg = None if o is None else (o.response if ev.response else o.request)
-                if msg is not None:
-                    body = msg.body
-                    body.pieces.append((ev.ts, ev.data))
-                    body.size += len(ev.data)
+                if msg is None:  # body of a message whose head the capture missed
+                    msg = self._headless(ev.stream, ev.response, ev.ts)
+                body = msg.body
+                body.pieces.append((ev.ts, ev.data))
+                body.size += len(ev.data)
             elif isinstance(ev, RequestHeaders):
                 self._on_request(ev)
             elif isinstance(ev, ResponseHeaders):
@@ -193,6 +194,36 @@ class ExchangeAssembler:
             ended=None,
             interim=o.interim,
         )
+
+    def _headless(self, stream: int, response: bool, ts: float) -> Request | Response:
+        """A placeholder for a message whose head was not captured, so its body is kept:
+        unknown method and target ("?") or status 0, marked by a diagnostic."""
+        o = self._open.setdefault(stream, _Open())
+        what = "response" if response else "request"
+        o.diagnostics.append(
+            Diagnostic(
+                code="http.head_missing",
+                message=f"the {what} head of this message is not in the capture; its body is "
+                "kept, its method/status are unknown",
+                location=f"{self._location} stream {stream}",
+            )
+        )
+        if response:
+            o.response = Response(
+                status=0, reason="", version="?", headers=[], body=Body(), started=ts, ended=None
+            )
+            return o.response
+        o.request = Request(
+            method="?",
+            target="?",
+            url="?",
+            version="?",
+            headers=[],
+            body=Body(),
+            started=ts,
+            ended=None,
+        )
+        return o.request
 
     def _on_reset(self, ev: StreamReset) -> list[Exchange]:
         o = self._open.get(ev.stream)
