@@ -1,0 +1,94 @@
+"""The registry of API families, and recognition by scored claims.
+
+Every family offers ``match(view) -> float`` (below 0: "not mine"; higher is surer, body shape
+and stream event names weigh most, host least) and ``parse(view, call)``, which fills a call
+whose common fields (timing, provider request ids, trace context) are already set. The best
+claim wins; no claim leaves a plain HTTP exchange. The list below is the whole registry:
+adding a family is adding a line (no import-by-name magic).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from agentshark.apis.model import Call, Timing
+from agentshark.apis.view import ExchangeView
+from agentshark.http.content import DEFAULT_DECODE_LIMIT
+from agentshark.model import Exchange, header
+
+
+class ApiFamily(Protocol):
+    api: str  # the report's "api" value for calls this family parses
+
+    def match(self, view: ExchangeView) -> float: ...
+
+    def parse(self, view: ExchangeView, call: Call) -> None: ...
+
+
+# Response headers that carry the provider's own request id, in order of preference.
+REQUEST_ID_HEADERS = (
+    "x-request-id",
+    "request-id",
+    "x-amzn-requestid",
+    "x-amz-request-id",
+    "apim-request-id",
+    "x-goog-request-id",
+    "cf-ray",
+)
+TRACE_HEADERS = ("traceparent", "tracestate", "baggage")
+
+
+def families() -> Sequence[ApiFamily]:
+    """The registered families, in tie-break order (first wins a tie)."""
+    from agentshark.apis import anthropic, openai_chat, openai_responses  # noqa: PLC0415
+
+    return (*openai_chat.FAMILIES, *openai_responses.FAMILIES, *anthropic.FAMILIES)
+
+
+def recognize(
+    exchange: Exchange,
+    call_id: str,
+    *,
+    registry: Sequence[ApiFamily] | None = None,
+    max_body: int = DEFAULT_DECODE_LIMIT,
+) -> Call | None:
+    """The call ``exchange`` carries, or None when no family claims it."""
+    if exchange.request is None:
+        return None
+    view = ExchangeView(exchange, max_body=max_body)
+    best: ApiFamily | None = None
+    best_score = 0.0
+    for family in registry if registry is not None else families():
+        score = family.match(view)
+        if score > best_score:
+            best, best_score = family, score
+    if best is None:
+        return None
+    call = Call(id=call_id, exchange_id=exchange.id, api=best.api)
+    _common(exchange, call)
+    best.parse(view, call)
+    call.diagnostics.extend(view.diagnostics)
+    return call
+
+
+def _common(exchange: Exchange, call: Call) -> None:
+    req, resp = exchange.request, exchange.response
+    call.timing = Timing(
+        started=req.started if req else None,
+        first_byte=resp.started if resp else None,
+        ended=resp.ended if resp else None,
+    )
+    if resp is not None:
+        for name in REQUEST_ID_HEADERS:
+            value = header(resp.headers, name)
+            if value:
+                call.ids["provider_request_id"] = value
+                call.id_sources["provider_request_id"] = f"response header {name}"
+                break
+    if req is not None:
+        for name in TRACE_HEADERS:
+            value = header(req.headers, name)
+            if value:
+                call.ids[name] = value
+                call.id_sources[name] = f"request header {name}"
