@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TextIO
 
 from agentshark import __version__
+from agentshark.output.calls_text import CallsTextWriter
 from agentshark.output.jsonreport import JsonReportWriter
 from agentshark.output.report import RenderOptions
 from agentshark.output.text import TextWriter
@@ -29,6 +30,32 @@ def _size_arg(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a size: {text!r} (try 256M)") from None
 
 
+def _add_input_options(cmd: argparse.ArgumentParser) -> None:
+    cmd.add_argument("files", nargs="+", metavar="FILE")
+    cmd.add_argument("--format", choices=("text", "json"), default="text")
+    cmd.add_argument(
+        "--no-redact",
+        action="store_true",
+        help="show credentials (Authorization, API keys, cookies) as captured",
+    )
+    cmd.add_argument(
+        "--max-body",
+        type=_size_arg,
+        default=Options().max_body,
+        metavar="SIZE",
+        help="decoded size limit per body (default 256M)",
+    )
+    cmd.add_argument(
+        "--keylog",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="TLS key log (SSLKEYLOGFILE format) to decrypt captured TLS; repeatable",
+    )
+    cmd.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE")
+    cmd.add_argument("--no-progress", action="store_true", help="never show a progress bar")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="agentshark",
@@ -42,34 +69,21 @@ def build_parser() -> argparse.ArgumentParser:
         description="Read pcap/pcapng captures, HAR 1.2 files and vcrpy cassettes (format "
         "detected from content; '-' reads standard input) and report every HTTP exchange.",
     )
-    ex.add_argument("files", nargs="+", metavar="FILE")
-    ex.add_argument("--format", choices=("text", "json"), default="text")
+    _add_input_options(ex)
     ex.add_argument(
         "--events",
         action="store_true",
         help="include body pieces and stream events (SSE, NDJSON...) per exchange",
     )
-    ex.add_argument(
-        "--no-redact",
-        action="store_true",
-        help="show credentials (Authorization, API keys, cookies) as captured",
+    calls = sub.add_parser(
+        "calls",
+        help="list the model calls (OpenAI, Anthropic...) found in the exchanges",
+        description="Recognize the API calls in captures, HAR files and cassettes and report "
+        "each as a normalized call: messages and parts, tool calls, finish reasons, usage, "
+        "errors, completeness. --format json writes the report with its exchanges and calls.",
     )
-    ex.add_argument(
-        "--max-body",
-        type=_size_arg,
-        default=Options().max_body,
-        metavar="SIZE",
-        help="decoded size limit per body (default 256M)",
-    )
-    ex.add_argument(
-        "--keylog",
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="TLS key log (SSLKEYLOGFILE format) to decrypt captured TLS; repeatable",
-    )
-    ex.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE")
-    ex.add_argument("--no-progress", action="store_true", help="never show a progress bar")
+    _add_input_options(calls)
+    calls.set_defaults(events=False)
     return parser
 
 
@@ -109,16 +123,16 @@ class _Progress:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return _exchanges(args)
+    return _report(args, calls=args.command == "calls")
 
 
-def _exchanges(args: argparse.Namespace) -> int:
+def _report(args: argparse.Namespace, *, calls: bool) -> int:
     render = RenderOptions(redact=not args.no_redact, events=args.events, max_body=args.max_body)
     total = sum(Path(f).stat().st_size for f in args.files if f != "-" and Path(f).is_file())
     progress = None
     if not args.no_progress and sys.stderr.isatty() and total >= PROGRESS_MIN_BYTES:
         progress = _Progress(sys.stderr)
-    options = Options(max_body=args.max_body, progress=progress, keylogs=args.keylog)
+    options = Options(max_body=args.max_body, progress=progress, keylogs=args.keylog, calls=calls)
     failed = 0
     out_file = Path(args.output).open("wb") if args.output else None  # noqa: SIM115
     try:
@@ -131,7 +145,9 @@ def _exchanges(args: argparse.Namespace) -> int:
             jwriter.close()
         else:
             text = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115, PTH123
-            twriter = TextWriter(text, render)
+            twriter: TextWriter | CallsTextWriter = (
+                CallsTextWriter(text, render) if calls else TextWriter(text, render)
+            )
             for item in run(args.files, options):
                 twriter.write(item)
                 failed += _report_failure(item)

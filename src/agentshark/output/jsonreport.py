@@ -1,8 +1,8 @@
 """The JSON report, written as the pipeline runs.
 
-Exchanges are written the moment they finish; connection reports go to a spool file (memory
-stays flat however many connections a capture holds) and are copied in at the end, followed
-by the sources. Key order: schema, exchanges, connections, sources.
+Exchanges are written the moment they finish; calls and connection reports go to spool files
+(memory stays flat however many a capture holds) and are copied in at the end, followed by
+the sources. Key order: schema, exchanges, calls (when asked for), connections, sources.
 """
 
 from __future__ import annotations
@@ -13,10 +13,12 @@ from typing import BinaryIO
 
 import orjson
 
+from agentshark.apis.model import Call
 from agentshark.model import Exchange
 from agentshark.output.report import (
     SCHEMA,
     RenderOptions,
+    call_json,
     connection_json,
     exchange_json,
     source_json,
@@ -31,6 +33,7 @@ class JsonReportWriter:
         self._out = out
         self._opts = opts
         self._spool = tempfile.SpooledTemporaryFile(max_size=8 << 20)  # noqa: SIM115
+        self._calls: tempfile.SpooledTemporaryFile[bytes] | None = None
         self._sources: list[tuple[int, bytes]] = []
         self._first_exchange = True
         self._first_connection = True
@@ -41,6 +44,13 @@ class JsonReportWriter:
             data = orjson.dumps(exchange_json(item, self._opts), option=_DUMP_OPTS)
             self._out.write(data if self._first_exchange else b"," + data)
             self._first_exchange = False
+        elif isinstance(item, Call):
+            data = orjson.dumps(call_json(item, self._opts), option=_DUMP_OPTS)
+            if self._calls is None:
+                self._calls = tempfile.SpooledTemporaryFile(max_size=8 << 20)  # noqa: SIM115
+                self._calls.write(data)
+            else:
+                self._calls.write(b"," + data)
         elif isinstance(item, ConnectionReport):
             data = orjson.dumps(connection_json(item), option=_DUMP_OPTS)
             self._spool.write(data if self._first_connection else b"," + data)
@@ -51,6 +61,11 @@ class JsonReportWriter:
 
     def close(self) -> None:
         out = self._out
+        if self._calls is not None:
+            out.write(b'],"calls":[')
+            self._calls.seek(0)
+            shutil.copyfileobj(self._calls, out)
+            self._calls.close()
         out.write(b'],"connections":[')
         self._spool.seek(0)
         shutil.copyfileobj(self._spool, out)

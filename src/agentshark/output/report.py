@@ -10,6 +10,7 @@ import base64
 from dataclasses import dataclass, replace
 from typing import Any
 
+from agentshark.apis.model import Call
 from agentshark.errors import Diagnostic
 from agentshark.framing import decode_stream, detect_framing
 from agentshark.framing.events import EventStreamMessage, JsonDocument, SseComment, SseEvent
@@ -255,6 +256,14 @@ def _plain(value: object) -> Any:
     if isinstance(value, list | tuple):
         return [_plain(v) for v in value]
     return str(value)
+
+
+def call_json(call: Call, opts: RenderOptions) -> dict[str, Any]:
+    """A call as the report contract has it; credentials in ids and texts redacted."""
+    out = call.to_json()
+    if opts.redact:
+        out["ids"] = {k: redact_text(v) for k, v in out["ids"].items()}
+    return out
 
 
 def connection_json(rep: ConnectionReport) -> dict[str, Any]:

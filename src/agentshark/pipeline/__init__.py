@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from agentshark.apis.model import Call
+from agentshark.apis.registry import recognize
 from agentshark.errors import Diagnostic, InputError
 from agentshark.http.content import DEFAULT_DECODE_LIMIT
 from agentshark.model import Exchange
@@ -53,19 +55,37 @@ class Options:
     max_buffered: int = 8 << 20  # out-of-order TCP bytes held per direction
     progress: ProgressCallback | None = None
     keylogs: Sequence[str] = ()  # NSS key log files (SSLKEYLOGFILE) for TLS decryption
+    calls: bool = False  # recognize API calls in exchanges (model calls, tool calls...)
 
 
-Item = Exchange | ConnectionReport | SourceReport
+Item = Exchange | Call | ConnectionReport | SourceReport
 
 
 def run(paths: Sequence[str], options: Options | None = None) -> Iterator[Item]:
     """Analyze ``paths`` (``-`` is standard input) in order.
 
-    Yields exchanges and connection reports as they finish, then one SourceReport per
-    input after its last exchange. A file that cannot be read at all yields a SourceReport
+    Yields exchanges and connection reports as they finish (with ``options.calls``, each
+    exchange is followed by the Call it carries, if any), then one SourceReport per input
+    after its last exchange. A file that cannot be read at all yields a SourceReport
     with an error diagnostic; the other files are still analyzed.
     """
     opts = options or Options()
+    items = _run(paths, opts)
+    return _with_calls(items, opts) if opts.calls else items
+
+
+def _with_calls(items: Iterator[Item], opts: Options) -> Iterator[Item]:
+    """Each exchange, followed by the API call it carries when a family recognizes one."""
+    counter = itertools.count(1)
+    for item in items:
+        yield item
+        if type(item) is Exchange:
+            call = recognize(item, f"call{next(counter)}", max_body=opts.max_body)
+            if call is not None:
+                yield call
+
+
+def _run(paths: Sequence[str], opts: Options) -> Iterator[Item]:
     counter = itertools.count(1)
 
     def next_id() -> str:
