@@ -1359,7 +1359,9 @@ Things worth knowing:
   that had only the first line would have to match the session ID (in `truth.json`).
 - `h2c_upgrade`: the upgraded request's response is HTTP/2 stream 1 (half-closed from the
   client side from the start); the client's connection preface follows the 101 on the same
-  connection. No key log: cleartext.
+  connection. No key log: cleartext. curl 7.88 sent RST_STREAM(STREAM_CLOSED) on stream 1 as
+  soon as it had the Content-Length's worth of body, before the server's empty DATA frame with
+  END_STREAM: the client had the whole body (188 bytes), but the stream ended with a reset.
 - `h2_rst_stream`: the client sends RST_STREAM(CANCEL) on stream 3 after 5 SSE events of a
   400-token stream; the server stops (hypercorn turns the reset into `http.disconnect`). The
   truth's body for stream 3 is what the client had read when it cancelled; DATA frames already
