@@ -64,3 +64,26 @@ def _is_end_artifact(event: Any) -> bool:
     from agentshark.errors import Diagnostic
 
     return isinstance(event, Diagnostic) or getattr(event, "complete", True) is False
+
+
+class Collected:
+    """Everything one pipeline run yielded, sorted by kind."""
+
+    def __init__(self, paths: list[str], options: Any = None) -> None:
+        from agentshark.apis.model import Call
+        from agentshark.model import Exchange
+        from agentshark.pipeline import ConnectionReport, SourceReport, run
+
+        self.exchanges: list[Exchange] = []
+        self.calls: list[Call] = []
+        self.connections: list[ConnectionReport] = []
+        self.sources: list[SourceReport] = []
+        for item in run(paths, options):
+            if isinstance(item, Exchange):
+                self.exchanges.append(item)
+            elif isinstance(item, Call):
+                self.calls.append(item)
+            elif isinstance(item, ConnectionReport):
+                self.connections.append(item)
+            else:
+                self.sources.append(item)

@@ -12,24 +12,15 @@ from agentshark.framing import decode_stream
 from agentshark.framing.events import SseEvent
 from agentshark.http.content import decode_body
 from agentshark.model import Exchange, header
-from agentshark.pipeline import ConnectionReport, SourceReport, run
-from tests.helpers import CAPTURES
+from agentshark.pipeline import ConnectionReport, SourceReport
+from tests.helpers import CAPTURES, Collected
 
 
 def analyze(name: str) -> tuple[list[Exchange], list[ConnectionReport], SourceReport]:
-    exchanges: list[Exchange] = []
-    conns: list[ConnectionReport] = []
-    sources: list[SourceReport] = []
-    for item in run([str(CAPTURES / name / "capture.pcap")]):
-        if isinstance(item, Exchange):
-            exchanges.append(item)
-        elif isinstance(item, ConnectionReport):
-            conns.append(item)
-        else:
-            sources.append(item)
-    exchanges.sort(key=lambda e: e.started or 0.0)
-    (source,) = sources
-    return exchanges, conns, source
+    got = Collected([str(CAPTURES / name / "capture.pcap")])
+    exchanges = sorted(got.exchanges, key=lambda e: e.started or 0.0)
+    (source,) = got.sources
+    return exchanges, got.connections, source
 
 
 def truth(name: str) -> dict[str, Any]:

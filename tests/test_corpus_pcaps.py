@@ -7,8 +7,8 @@ import json
 import pytest
 
 from agentshark.model import Exchange
-from agentshark.pipeline import ConnectionReport, SourceReport, run
-from tests.helpers import CAPTURES, CORPUS
+from agentshark.pipeline import ConnectionReport, SourceReport
+from tests.helpers import CAPTURES, CORPUS, Collected
 
 PCAPS = sorted(
     json.loads(line)["file"]
@@ -35,18 +35,9 @@ HTTP1_COUNTS = {
 
 
 def analyze(path: str) -> tuple[list[Exchange], list[ConnectionReport], SourceReport]:
-    exchanges: list[Exchange] = []
-    conns: list[ConnectionReport] = []
-    sources: list[SourceReport] = []
-    for item in run([path]):
-        if isinstance(item, Exchange):
-            exchanges.append(item)
-        elif isinstance(item, ConnectionReport):
-            conns.append(item)
-        else:
-            sources.append(item)
-    (source,) = sources
-    return exchanges, conns, source
+    got = Collected([path])
+    (source,) = got.sources
+    return got.exchanges, got.connections, source
 
 
 @pytest.mark.parametrize("name", PCAPS)

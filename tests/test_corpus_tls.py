@@ -8,25 +8,16 @@ from typing import Any
 
 from agentshark.http.content import decode_body
 from agentshark.model import Exchange, header
-from agentshark.pipeline import ConnectionReport, SourceReport, run
-from tests.helpers import CORPUS
+from agentshark.pipeline import ConnectionReport, SourceReport
+from tests.helpers import CORPUS, Collected
 
 P2H = CORPUS / "mikekap__pcap2har" / "tests"
 
 
 def analyze(path: str) -> tuple[list[Exchange], list[ConnectionReport], SourceReport]:
-    exchanges: list[Exchange] = []
-    conns: list[ConnectionReport] = []
-    sources: list[SourceReport] = []
-    for item in run([path]):
-        if isinstance(item, Exchange):
-            exchanges.append(item)
-        elif isinstance(item, ConnectionReport):
-            conns.append(item)
-        else:
-            sources.append(item)
-    (source,) = sources
-    return exchanges, conns, source
+    got = Collected([path])
+    (source,) = got.sources
+    return got.exchanges, got.connections, source
 
 
 def decoded_size(ex: Exchange) -> int:

@@ -19,8 +19,8 @@ from agentshark.framing import decode_stream
 from agentshark.framing.events import SseEvent
 from agentshark.http.content import decode_body
 from agentshark.model import Exchange, header
-from agentshark.pipeline import ConnectionReport, Options, SourceReport, run
-from tests.helpers import CAPTURES, ROOT
+from agentshark.pipeline import ConnectionReport, Options, SourceReport
+from tests.helpers import CAPTURES, ROOT, Collected
 
 OWN = ROOT / "tests" / "data" / "captures"
 TLS_NAMES = sorted(p.name for p in OWN.iterdir() if (p / "keys.log").exists())
@@ -31,18 +31,9 @@ def analyze(
     pcap: Path, keylog: Path | None = None
 ) -> tuple[list[Exchange], list[ConnectionReport], list[SourceReport]]:
     opts = Options(keylogs=[str(keylog)] if keylog else [])
-    exchanges: list[Exchange] = []
-    conns: list[ConnectionReport] = []
-    sources: list[SourceReport] = []
-    for item in run([str(pcap)], opts):
-        if isinstance(item, Exchange):
-            exchanges.append(item)
-        elif isinstance(item, ConnectionReport):
-            conns.append(item)
-        else:
-            sources.append(item)
-    exchanges.sort(key=lambda e: e.started or 0.0)
-    return exchanges, conns, sources
+    got = Collected([str(pcap)], opts)
+    exchanges = sorted(got.exchanges, key=lambda e: e.started or 0.0)
+    return exchanges, got.connections, got.sources
 
 
 def _suite(name: str) -> str:
