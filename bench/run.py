@@ -55,14 +55,8 @@ REPO_ROOT = BENCH_DIR.parent
 OUT_DIR = BENCH_DIR / "out"
 DEFAULT_CAPTURE = OUT_DIR / "bench_h1.pcap"
 GNU_TIME = Path("/usr/bin/time")
-ALL_TOOLS = (
-    "agentshark",
-    "bare_loop",
-    "tshark_read",
-    "tshark_filter",
-    "tshark_fields",
-    "tshark_json",
-)
+TSHARK_TOOLS = ("tshark_read", "tshark_filter", "tshark_fields", "tshark_json")
+ALL_TOOLS = ("agentshark", "agentshark_calls", "bare_loop", *TSHARK_TOOLS)
 
 
 @dataclass
@@ -224,6 +218,14 @@ def commands(
         if agentshark
         else "agentshark not found (.venv/bin or PATH)"
     )
+    out["agentshark_calls"] = (
+        Command(
+            "agentshark_calls",
+            [agentshark, "calls", str(capture), *keylog_opt, "--format", "json"],
+        )
+        if agentshark
+        else "agentshark not found (.venv/bin or PATH)"
+    )
     out["bare_loop"] = Command(
         "bare_loop",
         [bare_loop_python(), str(BENCH_DIR / "bare_loop.py"), str(capture)],
@@ -232,7 +234,7 @@ def commands(
     tshark = shutil.which("tshark")
     if tshark is None:
         reason = "tshark is not installed (bench/setup.sh --tshark installs it)"
-        for tool in ALL_TOOLS[2:]:
+        for tool in TSHARK_TOOLS:
             out[tool] = reason
         return out
     if keylog:
