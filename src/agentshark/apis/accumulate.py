@@ -89,9 +89,7 @@ class PartsAccumulator:
         """A part that arrives whole (a hosted tool call item, a citation block...)."""
         self._get(key, "part").part = part
 
-    def done(
-        self, key: Hashable, *, text: str | None = None, arguments: str | None = None
-    ) -> None:
+    def done(self, key: Hashable, *, text: str | None = None, arguments: str | None = None) -> None:
         """A ``.done`` event's full value: check it against the deltas, and keep it."""
         entry = self._open.get(key)
         if entry is None:

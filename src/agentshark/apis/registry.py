@@ -41,7 +41,7 @@ TRACE_HEADERS = ("traceparent", "tracestate", "baggage")
 
 def families() -> Sequence[ApiFamily]:
     """The registered families, in tie-break order (first wins a tie)."""
-    from agentshark.apis import anthropic, openai_chat, openai_responses  # noqa: PLC0415
+    from agentshark.apis import anthropic, openai_chat, openai_responses
 
     return (*openai_chat.FAMILIES, *openai_responses.FAMILIES, *anthropic.FAMILIES)
 

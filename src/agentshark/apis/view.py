@@ -20,7 +20,6 @@ from agentshark.http.content import DEFAULT_DECODE_LIMIT, decode_body
 from agentshark.model import Body, Exchange, Headers, header
 
 
-
 class ExchangeView:
     def __init__(self, exchange: Exchange, *, max_body: int = DEFAULT_DECODE_LIMIT) -> None:
         self.exchange = exchange
@@ -95,21 +94,21 @@ class ExchangeView:
 
     @cached_property
     def framing(self) -> str | None:
-        """"sse", "ndjson", "json-array", "aws-eventstream" or None (a plain body)."""
+        """ "sse", "ndjson", "json-array", "aws-eventstream" or None (a plain body)."""
         body = self.response_body
         if not body:
             return None
         hint = "stream" in self.path.lower() or "alt=sse" in self.query
-        return detect_framing(self.response_content_type or None, body[:4096],
-                              streaming_hint=hint)
+        return detect_framing(self.response_content_type or None, body[:4096], streaming_hint=hint)
 
     @cached_property
     def events(self) -> list[FramingOutput]:
         """The response's stream events (with Diagnostics), empty for a plain body."""
         if self.framing is None:
             return []
-        return decode_stream(self.response_pieces, self.framing,
-                             location=f"{self.exchange.id} response body")
+        return decode_stream(
+            self.response_pieces, self.framing, location=f"{self.exchange.id} response body"
+        )
 
     def _decoded(self, body: Body, headers: Headers, what: str) -> bytes:
         decoded = decode_body(
