@@ -51,6 +51,10 @@ class Body:
     transfer_bytes: int | None = None
     content_decoded: bool | None = False
 
+    def __post_init__(self) -> None:
+        if self.pieces and not self.size:  # built with pieces: count them
+            self.size = sum(len(p) for _, p in self.pieces)
+
     def append(self, ts: float, data: bytes) -> None:
         if data:
             self.pieces.append((ts, data))

@@ -497,8 +497,8 @@ def decode_body(
     magic, zlib header; br and raw deflate are tried), else used as is with an info Diagnostic.
     Never raises: problems become Diagnostics, see the module docstring.
     """
-    codings = parse_content_encoding(content_encoding)
-    size = sum(len(p) for _, p in body.pieces)
+    codings = parse_content_encoding(content_encoding) if content_encoding else []
+    size = body.size  # kept up to date by Body.append and the assembler
     unchanged = DecodedBody(pieces=body.pieces, size=size, codings=codings, decoded=True)
     if not codings or body.content_decoded is True or not size:
         return unchanged

@@ -266,6 +266,22 @@ class H1Connection:
         n = len(data)
         stream = d.stream
         response = d.response
+        if d.state is _CHUNK_SIZE:
+            # A token stream sends one chunk per segment: size line, data, CRLF, exactly.
+            nl = data.find(b"\n", 0, 18)
+            if nl > 0:
+                try:
+                    size = int(data[:nl], 16)
+                except ValueError:
+                    size = 0
+                end = nl + 1 + size
+                if size > 0 and n == end + 2 and data.endswith(b"\r\n"):
+                    out.append(
+                        BodyData(stream=stream, response=response, data=data[nl + 1 : end], ts=ts)
+                    )
+                    d.chunked_bytes += n
+                    d.offset += n
+                    return
         while pos < n:
             state = d.state
             if state is _LENGTH or state is _CHUNK_DATA:
