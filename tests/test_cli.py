@@ -169,3 +169,48 @@ def test_progress_bar_draws_and_finishes() -> None:
     bar.finish()
     text = buf.getvalue()
     assert "100.0%" in text and text.endswith("\n")
+
+
+def test_calls_table_of_the_example(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["calls", str(EXAMPLE)]) == 0
+    out = capsys.readouterr().out
+    rows = [ln for ln in out.splitlines() if ln[:2].isdigit()]
+    assert len(rows) == 6 and all("openai.chat" in r for r in rows)
+    assert "get_current_weather(" in out and "ERROR 404" in out and "tool_calls" in out
+
+
+def test_calls_json_matches_the_client_records(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["calls", str(EXAMPLE), "--format", "json", "--no-progress"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0
+    truth = json.loads((ROOT / "examples" / "agent_chat.truth.json").read_text())
+    ports = {c["id"]: c["client"]["port"] for c in report["connections"]}
+    exchanges = sorted(report["exchanges"], key=lambda e: e["request"]["started"])
+    # The client's requests, per connection in order, against the exchanges the same way.
+    place = {
+        e["id"]: (
+            ports[e["connection"]],
+            [x["id"] for x in exchanges if x["connection"] == e["connection"]].index(e["id"]),
+        )
+        for e in exchanges
+    }
+    wanted = {}
+    for port in {r["client_port"] for r in truth["requests"]}:
+        mine = [r for r in truth["requests"] if r["client_port"] == port]
+        for i, r in enumerate(sorted(mine, key=lambda r: r["started"])):
+            wanted[(port, i)] = r
+    assert len(report["calls"]) == len(truth["requests"])
+    for call in report["calls"]:
+        want = wanted[place[call["exchange_id"]]]
+        if want.get("tool_calls"):
+            got = [
+                (p["id"], p["name"], p["arguments_raw"])
+                for m in call["output_messages"]
+                for p in m["parts"]
+                if p["type"] == "tool_call"
+            ]
+            assert got == [(t["id"], t["name"], t["arguments"]) for t in want["tool_calls"]]
+        if want["status"] >= 400:
+            assert call["error"]["status"] == want["status"]
+        else:
+            assert call["complete"] and call["error"] is None

@@ -13,7 +13,7 @@ from pathlib import Path
 
 GOLDEN = Path(__file__).resolve().parent
 
-# name -> (inputs, extra CLI arguments)
+# name -> (inputs, extra CLI arguments; a first argument "calls" runs the calls command)
 CASES: dict[str, tuple[list[str], list[str]]] = {
     "http1_cleartext": (["../shared/captures/http1_cleartext/capture.pcap"], ["--events"]),
     "mcp_http_plain": (["../shared/captures/mcp_http_plain/capture.pcap"], ["--events"]),
@@ -28,6 +28,17 @@ CASES: dict[str, tuple[list[str], list[str]]] = {
     "h2_rst_stream": (
         ["tests/data/captures/h2_rst_stream/capture.pcap"],
         ["--keylog", "tests/data/captures/h2_rst_stream/keys.log"],
+    ),
+    "calls_example_agent_chat": (["examples/agent_chat.pcap"], ["calls"]),
+    "calls_tls_h2_and_cassettes": (
+        [
+            "tests/data/captures/h2_rst_stream/capture.pcap",
+            "../shared/corpus/pydantic__pydantic-ai/tests/models/cassettes/test_anthropic/"
+            "test_anthropic_model_thinking_part_stream.yaml",
+            "../shared/corpus/pydantic__pydantic-ai/tests/models/cassettes/test_openai_responses/"
+            "test_openai_responses_model_mcp_server_tool_stream.yaml",
+        ],
+        ["calls", "--keylog", "tests/data/captures/h2_rst_stream/keys.log"],
     ),
     "har_and_cassette": (
         [

@@ -14,13 +14,17 @@ from tests.helpers import ROOT
 
 
 def render(inputs: list[str], args: list[str]) -> bytes:
-    """The JSON report for ``inputs``, pretty-printed so diffs read well."""
+    """The JSON report for ``inputs``, pretty-printed so diffs read well. ``args`` starting
+    with "calls" run the calls command instead of exchanges."""
+    command = "exchanges"
+    if args[:1] == ["calls"]:
+        command, args = "calls", args[1:]
     cwd = os.getcwd()
     os.chdir(ROOT)
     try:
         buf = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
         with redirect_stdout(buf):
-            main(["exchanges", *inputs, "--format", "json", "--no-progress", *args])
+            main([command, *inputs, "--format", "json", "--no-progress", *args])
         buf.flush()
         raw = buf.buffer.getvalue()  # type: ignore[attr-defined,unused-ignore]
     finally:
