@@ -17,52 +17,21 @@ from agentshark.http.events import (
     ResponseHeaders,
 )
 from agentshark.http.h1 import H1Connection
-
-Transcript = list[tuple[int, bytes]]
+from tests.http.transcripts import Transcript, feed, merged
 
 
 def run(transcript: Transcript, *, step: int = 0, ends: bool = True) -> list[HttpEvent]:
-    """Feed each (direction, bytes) whole (step 0) or in slices of ``step`` bytes."""
-    conn = H1Connection()
-    out: list[HttpEvent] = []
-    for direction, data in transcript:
-        if step:
-            for i in range(0, len(data), step):
-                out.extend(conn.feed(direction, data[i : i + step], 1.0))
-        else:
-            out.extend(conn.feed(direction, data, 1.0))
-    if ends:
-        out.extend(conn.end(0, 2.0, clean=True))
-        out.extend(conn.end(1, 2.0, clean=True))
-    return out
+    return feed(H1Connection(), transcript, step=step, ends=ends)
 
 
-def merged(events: list[HttpEvent]) -> list[object]:
-    """Events with consecutive BodyData of one message merged: segmentation-independent."""
-    result: list[object] = []
-    for ev in events:
-        if isinstance(ev, BodyData) and result:
-            last = result[-1]
-            if isinstance(last, BodyData) and (last.stream, last.response) == (
-                ev.stream,
-                ev.response,
-            ):
-                result[-1] = BodyData(
-                    stream=ev.stream, response=ev.response, data=last.data + ev.data, ts=ev.ts
-                )
-                continue
-        result.append(ev)
-    return result
-
-
-def three_ways(transcript: Transcript) -> list[object]:
+def three_ways(transcript: Transcript) -> list[HttpEvent]:
     whole = merged(run(transcript))
     assert merged(run(transcript, step=1)) == whole
     assert merged(run(transcript, step=7)) == whole
     return whole
 
 
-def kinds(events: list[object]) -> list[str]:
+def kinds(events: list[HttpEvent]) -> list[str]:
     return [type(e).__name__ for e in events]
 
 

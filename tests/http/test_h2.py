@@ -68,8 +68,8 @@ from agentshark.sources.pcap import read_pcap
 from agentshark.sources.pcapng import read_pcapng
 from agentshark.sources.records import Packet
 from tests.helpers import CAPTURES, CORPUS
+from tests.http.transcripts import Transcript, feed, merged
 
-Transcript = list[tuple[int, bytes]]
 E = TypeVar("E")
 
 # -- building conversations -----------------------------------------------------------------
@@ -173,37 +173,8 @@ def run(
     expect_preface: bool = True,
     upgraded: bool = False,
 ) -> list[HttpEvent]:
-    """Feed each (direction, bytes) whole (step 0) or in slices of ``step`` bytes."""
     conn = H2Connection(expect_preface=expect_preface, upgraded=upgraded)
-    out: list[HttpEvent] = []
-    for direction, chunk in transcript:
-        if step:
-            for i in range(0, len(chunk), step):
-                out.extend(conn.feed(direction, chunk[i : i + step], 1.0))
-        else:
-            out.extend(conn.feed(direction, chunk, 1.0))
-    if ends:
-        out.extend(conn.end(0, 2.0, clean=True))
-        out.extend(conn.end(1, 2.0, clean=True))
-    return out
-
-
-def merged(events: list[HttpEvent]) -> list[HttpEvent]:
-    """Events with consecutive BodyData of one message merged: segmentation-independent."""
-    result: list[HttpEvent] = []
-    for ev in events:
-        if isinstance(ev, BodyData) and result:
-            last = result[-1]
-            if isinstance(last, BodyData) and (last.stream, last.response) == (
-                ev.stream,
-                ev.response,
-            ):
-                result[-1] = BodyData(
-                    stream=ev.stream, response=ev.response, data=last.data + ev.data, ts=ev.ts
-                )
-                continue
-        result.append(ev)
-    return result
+    return feed(conn, transcript, step=step, ends=ends)
 
 
 def three_ways(transcript: Transcript, **options: bool) -> list[HttpEvent]:
