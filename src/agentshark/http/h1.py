@@ -271,11 +271,11 @@ class H1Connection:
             nl = data.find(b"\n", 0, 18)
             if nl > 0:
                 try:
-                    size = int(data[:nl], 16)
+                    one = int(data[:nl], 16)
                 except ValueError:
-                    size = 0
-                end = nl + 1 + size
-                if size > 0 and n == end + 2 and data.endswith(b"\r\n"):
+                    one = 0
+                end = nl + 1 + one
+                if one > 0 and n == end + 2 and data.endswith(b"\r\n"):
                     out.append(
                         BodyData(stream=stream, response=response, data=data[nl + 1 : end], ts=ts)
                     )
