@@ -23,20 +23,13 @@ from urllib.parse import urlsplit
 
 from agentshark.errors import Diagnostic
 from agentshark.model import Body, Exchange, Headers, Request, Response, header
+from agentshark.sources._fields import Fields, ItemList, MalformedError
 
 # Timing phases before the first response byte that belong to the request side. ``ssl`` is
 # part of ``connect`` and must not be added again.
 _REQUEST_PHASES = ("blocked", "dns", "connect", "send")
 _KEPT_FIELDS = ("serverIPAddress",)  # standard entry fields without a place in the model
-
-
-class _MalformedError(Exception):
-    """An entry that cannot become an exchange: ``path`` is the JSON path of the culprit."""
-
-    def __init__(self, path: str, problem: str) -> None:
-        super().__init__(path, problem)
-        self.path = path
-        self.problem = problem
+_ENTRIES = ItemList("log.entries", "entry", "har.no_entries", "har.malformed_entry")
 
 
 def read_har(
@@ -48,24 +41,7 @@ def read_har(
     """
     log = doc.get("log")
     entries = log.get("entries") if isinstance(log, dict) else None
-    if not isinstance(entries, list):
-        yield Diagnostic(
-            code="har.no_entries",
-            location="log.entries",
-            message=f"{name}: log.entries is missing or not a list: no exchanges read",
-            severity="error",
-        )
-        return
-    for i, entry in enumerate(entries):
-        try:
-            yield _exchange(entry, f"log.entries[{i}]", name, source, next_id)
-        except _MalformedError as e:
-            yield Diagnostic(
-                code="har.malformed_entry",
-                location=e.path,
-                message=f"{name}: {e.path} {e.problem}: entry skipped",
-                severity="error",
-            )
+    yield from _ENTRIES.read(entries, name, lambda e, p: _exchange(e, p, name, source, next_id))
 
 
 def _exchange(
@@ -77,7 +53,7 @@ def _exchange(
     resp = _as_dict(entry.get("response"), f"{path}.response")
     status = _opt_int(resp, "status", f"{path}.response")
     if status is None:
-        raise _MalformedError(f"{path}.response.status", "is missing")
+        raise MalformedError(f"{path}.response.status", "is missing")
 
     started = _started(entry, path, name, diags)
     times = _Times.of(entry, started, path, name, diags)
@@ -136,7 +112,7 @@ def _request(
     try:
         parts = urlsplit(url)
     except ValueError as e:
-        raise _MalformedError(f"{path}.url", f"is not a URL ({e})") from None
+        raise MalformedError(f"{path}.url", f"is not a URL ({e})") from None
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     body = Body(content_decoded=False, transfer_bytes=_size(req, "bodySize"))
     complete = True
@@ -226,7 +202,7 @@ def _headers(message: dict[str, Any], path: str) -> Headers:
     if raw is None:
         return []
     if not isinstance(raw, list):
-        raise _MalformedError(f"{path}.headers", f"is a {_kind(raw)}, expected a list")
+        raise MalformedError(f"{path}.headers", f"is a {_kind(raw)}, expected a list")
     headers: Headers = []
     for i, item in enumerate(raw):
         hpath = f"{path}.headers[{i}]"
@@ -395,38 +371,12 @@ def http_version(version: str) -> str:
 # --- typed access --------------------------------------------------------------------------
 
 
-def _kind(value: object) -> str:
-    return {dict: "object", list: "list", str: "string", type(None): "null"}.get(
-        type(value), type(value).__name__
-    )
-
-
-def _as_dict(value: object, path: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        what = "is missing" if value is None else f"is a {_kind(value)}, expected an object"
-        raise _MalformedError(path, what)
-    return value
-
-
-def _opt_str(obj: dict[str, Any], key: str, path: str) -> str | None:
-    value = obj.get(key)
-    if value is None or isinstance(value, str):
-        return value
-    raise _MalformedError(f"{path}.{key}", f"is a {_kind(value)}, expected a string")
-
-
-def _req_str(obj: dict[str, Any], key: str, path: str) -> str:
-    value = _opt_str(obj, key, path)
-    if value is None:
-        raise _MalformedError(f"{path}.{key}", "is missing")
-    return value
-
-
-def _opt_int(obj: dict[str, Any], key: str, path: str) -> int | None:
-    value = obj.get(key)
-    if value is None or (isinstance(value, int) and not isinstance(value, bool)):
-        return value
-    raise _MalformedError(f"{path}.{key}", f"is a {_kind(value)}, expected an integer")
+_FIELDS = Fields("object")
+_kind = _FIELDS.kind
+_as_dict = _FIELDS.as_dict
+_opt_str = _FIELDS.opt_str
+_req_str = _FIELDS.req_str
+_opt_int = _FIELDS.opt_int
 
 
 def _size(obj: dict[str, Any], key: str) -> int | None:

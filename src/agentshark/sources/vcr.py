@@ -31,19 +31,14 @@ import orjson
 
 from agentshark.errors import Diagnostic
 from agentshark.model import Body, Exchange, Headers, Request, Response, header
+from agentshark.sources._fields import Fields, ItemList, MalformedError
 from agentshark.sources.har import http_transport, http_version
 
 _NO_TIME = 0.0  # the arrival time of body pieces: cassettes record none
 _DEFAULT_VERSION = "HTTP/1.1"
-
-
-class _MalformedError(Exception):
-    """An interaction that cannot become an exchange: ``path`` names the culprit."""
-
-    def __init__(self, path: str, problem: str) -> None:
-        super().__init__(path, problem)
-        self.path = path
-        self.problem = problem
+_INTERACTIONS = ItemList(
+    "interactions", "interaction", "vcr.no_interactions", "vcr.malformed_interaction"
+)
 
 
 def read_vcr(
@@ -54,24 +49,7 @@ def read_vcr(
     ``next_id`` is called once per exchange yielded, never for a skipped interaction.
     """
     items = doc.get("interactions")
-    if not isinstance(items, list):
-        yield Diagnostic(
-            code="vcr.no_interactions",
-            location="interactions",
-            message=f"{name}: interactions is missing or not a list: no exchanges read",
-            severity="error",
-        )
-        return
-    for i, item in enumerate(items):
-        try:
-            yield _exchange(item, f"interactions[{i}]", name, source, next_id)
-        except _MalformedError as e:
-            yield Diagnostic(
-                code="vcr.malformed_interaction",
-                location=e.path,
-                message=f"{name}: {e.path} {e.problem}: interaction skipped",
-                severity="error",
-            )
+    yield from _INTERACTIONS.read(items, name, lambda i, p: _exchange(i, p, name, source, next_id))
 
 
 def _exchange(
@@ -87,7 +65,7 @@ def _exchange(
     try:
         parts = urlsplit(uri)
     except ValueError as e:
-        raise _MalformedError(f"{path}.request.uri", f"is not a URL ({e})") from None
+        raise MalformedError(f"{path}.request.uri", f"is not a URL ({e})") from None
     raw_version = resp.get("http_version")
     version = http_version(raw_version) if isinstance(raw_version, str) else _DEFAULT_VERSION
     req_headers = _headers(req.get("headers"), f"{path}.request.headers")
@@ -154,9 +132,7 @@ def _status(resp: dict[str, Any], path: str) -> tuple[int, str]:
     if isinstance(status, int | str) and not isinstance(status, bool):
         return _code(status, f"{path}.status"), ""
     status = _as_dict(status, f"{path}.status")
-    reason = status.get("message")
-    if reason is not None and not isinstance(reason, str):
-        raise _MalformedError(f"{path}.status.message", f"is a {_kind(reason)}, expected a string")
+    reason = _opt_str(status, "message", f"{path}.status")
     return _code(status.get("code"), f"{path}.status.code"), reason or ""
 
 
@@ -166,8 +142,8 @@ def _code(value: object, path: str) -> int:
     if isinstance(value, int) and not isinstance(value, bool) and 100 <= value <= 999:
         return value
     if value is None:
-        raise _MalformedError(path, "is missing")
-    raise _MalformedError(path, f"is {value!r}, expected a three-digit status code")
+        raise MalformedError(path, "is missing")
+    raise MalformedError(path, f"is {value!r}, expected a three-digit status code")
 
 
 # --- bodies --------------------------------------------------------------------------------
@@ -192,7 +168,7 @@ def _body(
             message["parsed_body"], default=_json_default, option=orjson.OPT_NON_STR_KEYS
         )
     except orjson.JSONEncodeError as e:
-        raise _MalformedError(f"{path}.parsed_body", f"cannot be written as JSON ({e})") from None
+        raise MalformedError(f"{path}.parsed_body", f"cannot be written as JSON ({e})") from None
     reserialized.append(side)
     # Built from parsed JSON: whatever the headers say, these bytes are not content-encoded.
     body = Body(content_decoded=True)
@@ -211,7 +187,7 @@ def _raw_body(value: object, path: str) -> bytes:
         return value
     if isinstance(value, str):
         return value.encode("utf-8", "surrogatepass")
-    raise _MalformedError(path, f"is a {_kind(value)}, expected a string or !!binary bytes")
+    raise MalformedError(path, f"is a {_kind(value)}, expected a string or !!binary bytes")
 
 
 def _json_default(value: object) -> object:
@@ -231,7 +207,7 @@ def _headers(raw: object, path: str) -> Headers:
     if raw is None:
         return []
     if not isinstance(raw, dict):
-        raise _MalformedError(path, f"is a {_kind(raw)}, expected a mapping")
+        raise MalformedError(path, f"is a {_kind(raw)}, expected a mapping")
     headers: Headers = []
     for key, values in raw.items():
         name = _text(key, f"{path} (a header name)")
@@ -252,28 +228,14 @@ def _text(value: object, path: str) -> str:
             return value.decode("latin-1")
     if isinstance(value, int | float) and not isinstance(value, bool):
         return str(value)
-    raise _MalformedError(path, f"is a {_kind(value)}, expected a string")
+    raise MalformedError(path, f"is a {_kind(value)}, expected a string")
 
 
 # --- typed access --------------------------------------------------------------------------
 
 
-def _kind(value: object) -> str:
-    return {dict: "mapping", list: "list", str: "string", type(None): "null"}.get(
-        type(value), type(value).__name__
-    )
-
-
-def _as_dict(value: object, path: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        what = "is missing" if value is None else f"is a {_kind(value)}, expected a mapping"
-        raise _MalformedError(path, what)
-    return value
-
-
-def _req_str(obj: dict[str, Any], key: str, path: str) -> str:
-    value = obj.get(key)
-    if isinstance(value, str):
-        return value
-    what = "is missing" if value is None else f"is a {_kind(value)}, expected a string"
-    raise _MalformedError(f"{path}.{key}", what)
+_FIELDS = Fields("mapping")
+_kind = _FIELDS.kind
+_as_dict = _FIELDS.as_dict
+_opt_str = _FIELDS.opt_str
+_req_str = _FIELDS.req_str
