@@ -73,6 +73,7 @@ from agentshark.http.h2_frames import (
     PING,
     PREFACE,
     PRIORITY,
+    PRIORITY_FLAG,
     PUSH_PROMISE,
     SETTINGS_HEADER_TABLE_SIZE,
     SETTINGS_MAX_FRAME_SIZE,
@@ -327,10 +328,25 @@ class H2Connection:
                 )
                 self._lose_sync(d, ts, out, message)
                 return pos
+            end = pos + 9 + length
             if ftype == DATA:
+                if end <= n and not flags & PADDED and not d.block_stream:
+                    # The hot path of a streamed body: a whole unpadded DATA frame in
+                    # ``buf``. Does what _data_frame and the payload branch above do for
+                    # it, in one step: the same events, the same state left behind.
+                    d.data_stream = sid
+                    emit = d.data_emit = self._streams.data_start(d.side, sid, d.offset, ts, out)
+                    d.data_end = False
+                    if emit:
+                        if length:
+                            data = buf[pos + 9 : end]
+                            out.append(BodyData(stream=sid, response=response, data=data, ts=ts))
+                        if flags & END_STREAM:
+                            self._streams.end_message(d.side, sid, ts, out, complete=True)
+                    pos = end
+                    continue
                 pos = self._data_frame(d, buf, pos, length, flags, sid, ts, out)
                 continue
-            end = pos + 9 + length
             if end > n:
                 return self._hold(d, buf, pos, 9 + length, ts)
             self._control(d, ftype, flags, sid, buf, pos, end, ts, out)
@@ -431,6 +447,18 @@ class H2Connection:
         """A whole frame other than DATA at ``buf[pos:end]``."""
         if d.block_stream and (ftype != CONTINUATION or sid != d.block_stream):
             self._block_interrupted(d, ftype, sid, ts, out)
+        if ftype == HEADERS and sid and not flags & PADDED:
+            # The hot path: one HEADERS frame per message. Unpadded with a valid stream
+            # id, its fragment is the payload after the optional 5-byte priority fields,
+            # exactly what hyperframe would give, without building a Frame object. Padded
+            # frames, stream 0 and a payload too short for its priority fields (errors
+            # whose wording hyperframe owns) take the general path below.
+            start = pos + 14 if flags & PRIORITY_FLAG else pos + 9
+            if start <= end:
+                self._block_start(d, sid, buf[start:end], flags, 0, self._hold_ts(d, pos, ts))
+                if flags & END_HEADERS:
+                    self._block_done(d, ts, out)
+                return
         if ftype in (WINDOW_UPDATE, PING, PRIORITY):
             return  # flow control, liveness and priority: nothing an observer reports
         if ftype > CONTINUATION:

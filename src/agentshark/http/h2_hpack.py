@@ -57,6 +57,9 @@ _UNKNOWN_NAME = b""
 _HUFFMAN_CACHE_SIZE = 4096
 _HUFFMAN_CACHE_ITEM = 128
 _huffman_cache: dict[bytes, bytes] = {}
+# The same goes for turning names and values into text: most of them (names, the static
+# table's values, repeated values) were seen before. Same bounds as the Huffman memo.
+_text_cache: dict[bytes, str] = {}
 _STATIC = HeaderTable.STATIC_TABLE
 _STATIC_ENTRIES = len(_STATIC)
 
@@ -111,6 +114,7 @@ class BlockDecoder:
         where that fails). Never raises; see the module docstring for what is left out."""
         table = self._table
         dynamic = table.dynamic_entries
+        texts = _text_cache
         headers: Headers = []
         unknown_fields: list[int] = []  # indexes of dynamic entries the capture never showed
         unknown_names: list[int] = []  # literals whose name is such an entry
@@ -175,7 +179,9 @@ class BlockDecoder:
                         continue
                 kept += 32 + len(name) + len(value)
                 if kept <= MAX_HEADER_LIST:  # past it, keep parsing for the table's sake
-                    headers.append((_text(name), _text(value)))
+                    headers.append(
+                        (texts.get(name) or _text_kept(name), texts.get(value) or _text_kept(value))
+                    )
         except (_CorruptBlockError, HPACKError) as exc:
             problems.append(f"{exc} at byte {pos} of {n}")
             self.forget()
@@ -251,6 +257,16 @@ def _string(block: bytes, pos: int) -> tuple[bytes, int]:
                 _huffman_cache.clear()
             _huffman_cache[raw] = decoded
     return decoded, end
+
+
+def _text_kept(raw: bytes) -> str:
+    """:func:`_text`, remembered in ``_text_cache`` (empty and long strings are not)."""
+    text = _text(raw)
+    if text and len(raw) <= _HUFFMAN_CACHE_ITEM:
+        if len(_text_cache) >= _HUFFMAN_CACHE_SIZE:
+            _text_cache.clear()
+        _text_cache[raw] = text
+    return text
 
 
 def _text(raw: bytes) -> str:

@@ -100,7 +100,12 @@ class Streams:
         if state == OPEN:
             self._trailers(side, sid, decoded, end_stream, offset, ts, out)
             return
-        if (decoded.complete or end_stream) and not any(name[:1] == ":" for name, _ in headers):
+        if (
+            (decoded.complete or end_stream)
+            # (a head's first field is a pseudo-header: decided without scanning them all)
+            and not (headers and headers[0][0][:1] == ":")
+            and not any(name[:1] == ":" for name, _ in headers)
+        ):
             # No pseudo-header: the trailers of a message whose head came before the capture
             # (a head that did not fully decode and ends the stream has no body to keep).
             message = (
@@ -215,6 +220,9 @@ class Streams:
 
     def data_start(self, side: int, sid: int, offset: int, ts: float, out: list[HttpEvent]) -> bool:
         """A DATA frame from ``side`` on ``sid``: should its payload be reported?"""
+        s = self._open.get(sid)
+        if s is not None and s.state[side] == OPEN:
+            return True  # the usual case, decided without the checks below
         s = self.get(sid) if sid else None
         if s is None:
             if not sid:

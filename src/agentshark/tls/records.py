@@ -143,13 +143,15 @@ class Tls13Protection:
 
     def open(self, record: bytes) -> tuple[int, bytes]:
         """``(content type, content)`` of an ``application_data`` record, padding removed."""
+        seq = self.seq
         try:
-            inner = self._decrypt((self._iv ^ self.seq).to_bytes(12, "big"), record[5:], record[:5])
+            inner = self._decrypt((self._iv ^ seq).to_bytes(12, "big"), record[5:], record[:5])
         except (InvalidTag, ValueError, OverflowError):
             raise DecryptError("the record does not decrypt") from None
-        self.seq += 1
-        if inner and inner[-1]:
-            return inner[-1], inner[:-1]
+        self.seq = seq + 1
+        ctype = inner[-1] if inner else 0  # one record per call on the hot path: index once
+        if ctype:
+            return ctype, inner[:-1]
         inner = inner.rstrip(b"\0")  # RFC 8446 §5.4: zeros after the content type
         if not inner:
             raise DecryptError("a decrypted record holds only padding, no content type")

@@ -94,6 +94,10 @@ class TlsConnection:
         records = reader.feed(data)
         if not records:
             return self._lost(d) if reader.error is not None else []
+        if len(records) == 1 and d.mode is _DECRYPT and reader.error is None:
+            rec = records[0]
+            if rec[0] == APPLICATION_DATA:
+                return self._one_record(d, rec, ts)
         out: Out = []
         chunks: list[bytes] = []  # consecutive application data, joined into one event
         counts = self.info.records
@@ -118,6 +122,26 @@ class TlsConnection:
         self._flush(direction, chunks, ts, out)
         if reader.error is not None:
             out += self._lost(d)
+        return out
+
+    def _one_record(self, d: Direction, rec: bytes, ts: float) -> list[TlsEvent]:
+        """``feed`` for the usual segment: it completes one protected application data
+        record. Does what the loop in ``feed`` does for it, without the loop's list of
+        chunks and flushes (most records of a bulk transfer come one per segment)."""
+        info = self.info
+        info.records[d.index] += 1
+        out: Out = []
+        try:
+            ctype, content = d.open(rec)
+        except DecryptError:
+            self._failed(d, out)
+            return out
+        if ctype == APPLICATION_DATA:
+            if content:
+                info.decrypted = True
+                return [TlsPlaintext(d.index, content, ts)]  # positional: see TlsPlaintext
+            return out
+        self._content(d, ctype, content, ts, out)
         return out
 
     def gap(self, direction: int, size: int, ts: float) -> list[TlsEvent]:
