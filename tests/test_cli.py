@@ -214,3 +214,27 @@ def test_calls_json_matches_the_client_records(capsys: pytest.CaptureFixture[str
             assert call["error"]["status"] == want["status"]
         else:
             assert call["complete"] and call["error"] is None
+
+
+def test_reports_do_not_depend_on_hash_randomization() -> None:
+    """The same input gives byte-identical reports whatever PYTHONHASHSEED is."""
+    import os
+
+    inputs = [
+        str(EXAMPLE),
+        str(
+            CORPUS / "pydantic__pydantic-ai/tests/cassettes/test_dbos/"
+            "test_complex_agent_run_in_workflow.yaml"
+        ),
+    ]
+    outputs = []
+    for seed in ("0", "1"):
+        proc = subprocess.run(
+            [sys.executable, "-m", "agentshark", "calls", *inputs, "--format", "json"],
+            capture_output=True,
+            check=True,
+            cwd=ROOT,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        )
+        outputs.append(proc.stdout)
+    assert outputs[0] == outputs[1]

@@ -151,8 +151,7 @@ def response_evidence(view: ExchangeView, shape: str) -> float | None:
 
 
 def version_header(view: ExchangeView) -> float:
-    req = view.exchange.request
-    return 1.0 if req is not None and header(req.headers, "anthropic-version") else 0.0
+    return 1.0 if view.anthropic_version else 0.0
 
 
 def claim(score: float) -> float:

@@ -116,12 +116,25 @@ def part_json(part: Part) -> dict[str, Json]:
     if isinstance(part, GenericPart):
         return {"type": part.type, **part.fields}
     out: dict[str, Json] = {}
-    for name in part.__slots__:
+    for name in _report_fields(type(part)):
         value = getattr(part, name)
         if name == "provider_details" and not value:
             continue
         out[name] = value
-    return {"type": out.pop("type"), **out}
+    return out
+
+
+# every part of every call is reported: the field order is worked out once per class
+_REPORT_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _report_fields(cls: type) -> tuple[str, ...]:
+    """A part class's fields in report order: ``type`` first, then as declared."""
+    names = _REPORT_FIELDS.get(cls)
+    if names is None:
+        slots: tuple[str, ...] = cls.__slots__  # type: ignore[attr-defined]
+        names = _REPORT_FIELDS[cls] = ("type", *(name for name in slots if name != "type"))
+    return names
 
 
 def parse_arguments(raw: str) -> tuple[Json | None, str | None]:

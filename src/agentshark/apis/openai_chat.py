@@ -59,7 +59,6 @@ from agentshark.apis.openai_common import (
 from agentshark.apis.openai_endpoints import ENDPOINT_FAMILIES
 from agentshark.apis.view import ExchangeView
 from agentshark.errors import Diagnostic
-from agentshark.model import header
 
 if TYPE_CHECKING:
     from agentshark.apis.registry import ApiFamily
@@ -97,8 +96,7 @@ def _foreign(view: ExchangeView, path: str) -> bool:
         return True
     if "rawpredict" in path or ("/model/" in path and ("/converse" in path or "/invoke" in path)):
         return True
-    req = view.exchange.request
-    if req is not None and header(req.headers, "anthropic-version") is not None:
+    if view.anthropic_version is not None:
         return True
     request, response = view.request_json, view.response_json
     return (isinstance(request, dict) and "input" in request and "messages" not in request) or (

@@ -154,9 +154,7 @@ def parse_stream(view: ExchangeView, call: Call, *, complete: bool) -> dict[str,
                 )
             if _delta(state, choice) and call.timing.first_token is None:
                 call.timing.first_token = item.ts
-        for key in chunk.keys() - _NOT_EXTRAS:  # few: object, created, system_fingerprint...
-            if chunk[key] is not None:
-                top[key] = chunk[key]
+        _keep_top(top, chunk)
     for index in sorted(choices):
         state = choices[index]
         call.output_messages.append(state.message())
@@ -199,6 +197,16 @@ def parse_stream(view: ExchangeView, call: Call, *, complete: bool) -> dict[str,
             )
         )
     return top
+
+
+def _keep_top(top: dict[str, Json], chunk: dict[str, Json]) -> None:
+    """The chunk's other top-level fields into ``top`` (few: object, created,
+    system_fingerprint...), the last non-null value winning.
+
+    Fields keep the order in which the stream first sent them (deterministic output)."""
+    top.update(
+        (key, value) for key, value in chunk.items() if value is not None and key not in _NOT_EXTRAS
+    )
 
 
 def _delta(state: _Choice, choice: dict[str, Json]) -> bool:

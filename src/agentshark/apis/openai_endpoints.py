@@ -28,7 +28,6 @@ from agentshark.apis.openai_common import (
 from agentshark.apis.view import ExchangeView
 from agentshark.errors import Diagnostic
 from agentshark.framing.events import SseEvent
-from agentshark.model import header
 
 if TYPE_CHECKING:
     from agentshark.apis.registry import ApiFamily
@@ -61,8 +60,7 @@ def _finish(view: ExchangeView, call: Call, body: Json) -> dict[str, Json]:
 
 
 def _anthropic(view: ExchangeView) -> bool:
-    req = view.exchange.request
-    return req is not None and header(req.headers, "anthropic-version") is not None
+    return view.anthropic_version is not None
 
 
 # -- embeddings -----------------------------------------------------------------------------

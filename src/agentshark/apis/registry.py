@@ -9,13 +9,14 @@ adding a family is adding a line (no import-by-name magic).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Protocol
 
 from agentshark.apis.model import Call, Timing
 from agentshark.apis.view import ExchangeView
 from agentshark.http.content import DEFAULT_DECODE_LIMIT
-from agentshark.model import Exchange, header
+from agentshark.model import Exchange, Headers
 
 
 class ApiFamily(Protocol):
@@ -39,6 +40,7 @@ REQUEST_ID_HEADERS = (
 TRACE_HEADERS = ("traceparent", "tracestate", "baggage")
 
 
+@functools.cache  # the list never changes; the deferred import costs a lookup per exchange
 def families() -> Sequence[ApiFamily]:
     """The registered families, in tie-break order (first wins a tie)."""
     from agentshark.apis import anthropic, openai_chat, openai_responses
@@ -83,15 +85,29 @@ def _common(exchange: Exchange, call: Call) -> None:
         ended=resp.ended if resp else None,
     )
     if resp is not None:
+        # One pass over the headers instead of one scan per candidate name.
+        found = _first_values(resp.headers, REQUEST_ID_HEADERS)
         for name in REQUEST_ID_HEADERS:
-            value = header(resp.headers, name)
+            value = found.get(name)
             if value:
                 call.ids["provider_request_id"] = value
                 call.id_sources["provider_request_id"] = f"response header {name}"
                 break
     if req is not None:
+        found = _first_values(req.headers, TRACE_HEADERS)
         for name in TRACE_HEADERS:
-            value = header(req.headers, name)
+            value = found.get(name)
             if value:
                 call.ids[name] = value
                 call.id_sources[name] = f"request header {name}"
+
+
+def _first_values(headers: Headers, names: tuple[str, ...]) -> dict[str, str]:
+    """The first value of each of ``names`` (lowercase) among ``headers``, as ``header``
+    would find it."""
+    found: dict[str, str] = {}
+    for k, v in headers:
+        lname = k.lower()
+        if lname in names and lname not in found:
+            found[lname] = v
+    return found

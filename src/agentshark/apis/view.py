@@ -8,7 +8,7 @@ only when some family asks.
 from __future__ import annotations
 
 from functools import cached_property
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 import orjson
 
@@ -16,7 +16,7 @@ from agentshark.apis.model import Json
 from agentshark.errors import Diagnostic
 from agentshark.framing import decode_stream, detect_framing
 from agentshark.framing.events import FramingOutput
-from agentshark.http.content import DEFAULT_DECODE_LIMIT, decode_body
+from agentshark.http.content import DEFAULT_DECODE_LIMIT, DecodedBody, decode_body
 from agentshark.model import Body, Exchange, Headers, header
 
 
@@ -33,20 +33,26 @@ class ExchangeView:
         return self.exchange.request.method if self.exchange.request else ""
 
     @cached_property
+    def _url(self) -> SplitResult | None:
+        """The request URL split once for ``path``, ``query`` and ``host``."""
+        req = self.exchange.request
+        return urlsplit(req.url) if req is not None else None
+
+    @cached_property
     def path(self) -> str:
         """The URL path (no query)."""
-        req = self.exchange.request
-        return urlsplit(req.url).path if req is not None else ""
+        url = self._url
+        return url.path if url is not None else ""
 
     @cached_property
     def query(self) -> str:
-        req = self.exchange.request
-        return urlsplit(req.url).query if req is not None else ""
+        url = self._url
+        return url.query if url is not None else ""
 
     @cached_property
     def host(self) -> str:
-        req = self.exchange.request
-        return (urlsplit(req.url).hostname or "") if req is not None else ""
+        url = self._url
+        return (url.hostname or "") if url is not None else ""
 
     @cached_property
     def request_body(self) -> bytes:
@@ -57,6 +63,12 @@ class ExchangeView:
     def request_json(self) -> Json | None:
         """The request body as JSON, or None when it is absent or not JSON."""
         return _json(self.request_body)
+
+    @cached_property
+    def anthropic_version(self) -> str | None:
+        """The request's ``anthropic-version`` header: most families ask, of every exchange."""
+        req = self.exchange.request
+        return header(req.headers, "anthropic-version") if req is not None else None
 
     # -- response -------------------------------------------------------------------------
 
@@ -74,7 +86,7 @@ class ExchangeView:
         resp = self.exchange.response
         if resp is None:
             return []
-        decoded = decode_body(
+        decoded = shared_decode(
             resp.body,
             header(resp.headers, "content-encoding"),
             limit=self._max_body,
@@ -90,16 +102,20 @@ class ExchangeView:
     @cached_property
     def response_json(self) -> Json | None:
         """The response body as one JSON document, or None (absent, a stream, not JSON)."""
+        # Every family asks, also of streams: look at the first byte before joining the
+        # pieces of what is most likely an event stream.
+        if _first_byte(self.response_pieces) not in (b"{", b"["):
+            return None
         return _json(self.response_body)
 
     @cached_property
     def framing(self) -> str | None:
         """ "sse", "ndjson", "json-array", "aws-eventstream" or None (a plain body)."""
-        body = self.response_body
-        if not body:
+        head = _head(self.response_pieces, 4096)  # not response_body: a stream is not joined
+        if not head:
             return None
         hint = "stream" in self.path.lower() or "alt=sse" in self.query
-        return detect_framing(self.response_content_type or None, body[:4096], streaming_hint=hint)
+        return detect_framing(self.response_content_type or None, head, streaming_hint=hint)
 
     @cached_property
     def events(self) -> list[FramingOutput]:
@@ -111,7 +127,7 @@ class ExchangeView:
         )
 
     def _decoded(self, body: Body, headers: Headers, what: str) -> bytes:
-        decoded = decode_body(
+        decoded = shared_decode(
             body,
             header(headers, "content-encoding"),
             limit=self._max_body,
@@ -119,6 +135,58 @@ class ExchangeView:
         )
         self.diagnostics.extend(decoded.diagnostics)
         return b"".join(p for _, p in decoded.pieces)
+
+
+# The report and the API view of an exchange decode the same bodies one right after the
+# other (the exchange is written, then recognized): the last few results are kept, keyed by
+# the Body object, and reused while that body and the arguments are unchanged.
+_RECENT_DECODES = 4
+# id(body) -> (body, what the result depends on, result); holding the body keeps its id unique
+_recent: dict[int, tuple[Body, tuple[object, ...], DecodedBody]] = {}
+
+
+def shared_decode(
+    body: Body, content_encoding: str | None, *, limit: int, location: str
+) -> DecodedBody:
+    """``decode_body(body, content_encoding, limit=limit, location=location)``, computed
+    once for the report and the API view. The result is shared: do not mutate it."""
+    # size and piece count change when a body grows: a grown body is decoded again
+    args = (body.size, len(body.pieces), body.content_decoded, content_encoding, limit, location)
+    hit = _recent.get(id(body))
+    if hit is not None and hit[0] is body and hit[1] == args:
+        return hit[2]
+    decoded = decode_body(body, content_encoding, limit=limit, location=location)
+    if len(_recent) >= _RECENT_DECODES:
+        _recent.clear()
+    _recent[id(body)] = (body, args, decoded)
+    return decoded
+
+
+def _head(pieces: list[tuple[float, bytes]], n: int) -> bytes:
+    """The first ``n`` bytes of a body, joining only as many pieces as that takes."""
+    if pieces and len(pieces[0][1]) >= n:
+        return pieces[0][1][:n]
+    out = bytearray()
+    for _, piece in pieces:
+        out += piece[: n - len(out)]
+        if len(out) >= n:
+            break
+    return bytes(out)
+
+
+def _first_byte(pieces: list[tuple[float, bytes]]) -> bytes:
+    """The body's first byte after ASCII whitespace (what ``bytes.strip`` drops), or b""."""
+    for _, piece in pieces:
+        first = piece[:1]
+        if first and first not in _ASCII_SPACE:
+            return first  # the usual case: no copy of the piece
+        rest = piece.lstrip()
+        if rest:
+            return rest[:1]
+    return b""
+
+
+_ASCII_SPACE = b" \t\n\r\x0b\x0c"
 
 
 def _json(data: bytes) -> Json | None:

@@ -26,6 +26,7 @@ from agentshark.output.report import (
 from agentshark.pipeline import ConnectionReport, Item, SourceReport
 
 _DUMP_OPTS = orjson.OPT_NON_STR_KEYS
+_CALLS_BATCH = 1 << 20  # bytes of calls JSON gathered before one write to the spool
 
 
 class JsonReportWriter:
@@ -34,6 +35,8 @@ class JsonReportWriter:
         self._opts = opts
         self._spool = tempfile.SpooledTemporaryFile(max_size=8 << 20)  # noqa: SIM115
         self._calls: tempfile.SpooledTemporaryFile[bytes] | None = None
+        self._pending: list[bytes] = []  # calls not yet in self._calls
+        self._pending_bytes = 0
         self._sources: list[tuple[int, bytes]] = []
         self._first_exchange = True
         self._first_connection = True
@@ -48,9 +51,14 @@ class JsonReportWriter:
             data = orjson.dumps(call_json(item, self._opts), option=_DUMP_OPTS)
             if self._calls is None:
                 self._calls = tempfile.SpooledTemporaryFile(max_size=8 << 20)  # noqa: SIM115
-                self._calls.write(data)
             else:
-                self._calls.write(b"," + data)
+                self._pending.append(b",")
+            # Calls are written to the spool in batches: past its memory size the spool is a
+            # real file, where one write per call is one system call per call.
+            self._pending.append(data)
+            self._pending_bytes += len(data)
+            if self._pending_bytes >= _CALLS_BATCH:
+                self._flush_calls()
         elif isinstance(item, ConnectionReport):
             data = orjson.dumps(connection_json(item), option=_DUMP_OPTS)
             self._spool.write(data if self._first_connection else b"," + data)
@@ -59,8 +67,15 @@ class JsonReportWriter:
             data = orjson.dumps(source_json(item), option=_DUMP_OPTS)
             self._sources.append((item.index, data))
 
+    def _flush_calls(self) -> None:
+        if self._calls is not None and self._pending:
+            self._calls.write(b"".join(self._pending))
+        self._pending.clear()
+        self._pending_bytes = 0
+
     def close(self) -> None:
         out = self._out
+        self._flush_calls()
         if self._calls is not None:
             out.write(b'],"calls":[')
             self._calls.seek(0)

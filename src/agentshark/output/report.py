@@ -11,10 +11,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from agentshark.apis.model import Call
+from agentshark.apis.view import shared_decode
 from agentshark.errors import Diagnostic
 from agentshark.framing import decode_stream, detect_framing
 from agentshark.framing.events import EventStreamMessage, JsonDocument, SseComment, SseEvent
-from agentshark.http.content import DEFAULT_DECODE_LIMIT, DecodedBody, decode_body
+from agentshark.http.content import DEFAULT_DECODE_LIMIT, DecodedBody
 from agentshark.model import Body, Exchange, Headers, Request, Response, header
 from agentshark.output.redact import redact_headers, redact_text, redact_url
 from agentshark.pipeline import ConnectionReport, SourceReport
@@ -49,7 +50,7 @@ def view_body(
 ) -> BodyView:
     ctype = header(headers, "content-type")
     cenc = header(headers, "content-encoding")
-    decoded = decode_body(body, cenc, limit=max_body, location=location)
+    decoded = shared_decode(body, cenc, limit=max_body, location=location)  # reused by calls
     framing = None
     if decoded.size and (decoded.decoded or not decoded.codings):
         head = _head(decoded.pieces, SNIFF_HEAD)
