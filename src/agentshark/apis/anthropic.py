@@ -34,7 +34,7 @@ numbers stay in ``usage.raw``; ``stop_reason`` is the finish reason, raw.
 
 from __future__ import annotations
 
-from agentshark.apis.anthropic_blocks import content_parts, parse_request, usage_of
+from agentshark.apis.anthropic_blocks import content_parts, usage_of
 from agentshark.apis.anthropic_endpoints import (
     BatchesFamily,
     CompletionsFamily,
@@ -44,7 +44,7 @@ from agentshark.apis.anthropic_endpoints import (
     claim,
     identity,
     is_message,
-    parse_body,
+    parse_generation,
     response_evidence,
     route_of,
     version_header,
@@ -125,16 +125,7 @@ class MessagesFamily:
         return claim(response + version_header(view))
 
     def parse(self, view: ExchangeView, call: Call) -> None:
-        route = route_of(view)
-        call.provider, call.operation = route.provider, "chat"
-        parse_request(view, call)
-        if call.request_model is None:
-            call.request_model = route.model
-        call.stream = call.stream or route.stream
-        if view.framing in ("sse", "aws-eventstream"):
-            _parse_stream(view, call)
-        else:
-            parse_body(view, call, _message_body)
+        parse_generation(view, call, "chat", _parse_stream, _message_body)
 
 
 # the whole registry of Anthropic families

@@ -169,6 +169,27 @@ def is_message(body: Json) -> bool:
     )
 
 
+def parse_generation(
+    view: ExchangeView,
+    call: Call,
+    operation: str,
+    parse_stream: Callable[[ExchangeView, Call], None],
+    parse_whole: BodyParser,
+) -> None:
+    """A generating call (messages, legacy completions): route facts, the request, then the
+    streamed or whole response."""
+    route = route_of(view)
+    call.provider, call.operation = route.provider, operation
+    parse_request(view, call)
+    if call.request_model is None:
+        call.request_model = route.model
+    call.stream = call.stream or route.stream
+    if view.framing in ("sse", "aws-eventstream"):
+        parse_stream(view, call)
+    else:
+        parse_body(view, call, parse_whole)
+
+
 def parse_body(view: ExchangeView, call: Call, parse: BodyParser) -> None:
     """A whole JSON response: what ``parse`` makes of it, or the error it carries."""
     response = view.exchange.response
@@ -325,16 +346,7 @@ class CompletionsFamily:
         return claim(response + path + (2.0 if legacy else 0.0) + version_header(view))
 
     def parse(self, view: ExchangeView, call: Call) -> None:
-        route = route_of(view)
-        call.provider, call.operation = route.provider, "text_completion"
-        parse_request(view, call)
-        if call.request_model is None:
-            call.request_model = route.model
-        call.stream = call.stream or route.stream
-        if view.framing in ("sse", "aws-eventstream"):
-            _parse_completion_stream(view, call)
-        else:
-            parse_body(view, call, _completion_body)
+        parse_generation(view, call, "text_completion", _parse_completion_stream, _completion_body)
 
 
 def _count_body(body: dict[str, Json], call: Call) -> bool:
