@@ -12,7 +12,7 @@ from agentshark.pipeline import Item, SourceReport
 
 _COLUMNS = (
     ("TIME", 12),
-    ("API", 19),
+    ("API", 30),
     ("PROVIDER", 10),
     ("MODEL", 22),
     ("STREAM", 6),
@@ -66,7 +66,7 @@ class CallsTextWriter:
         self._line(
             [
                 when,
-                call.api,
+                call.api if call.operation in (None, "chat") else f"{call.api} {call.operation}",
                 call.provider or "-",
                 model,
                 "yes" if call.stream else "no",
