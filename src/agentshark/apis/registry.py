@@ -43,9 +43,15 @@ TRACE_HEADERS = ("traceparent", "tracestate", "baggage")
 @functools.cache  # the list never changes; the deferred import costs a lookup per exchange
 def families() -> Sequence[ApiFamily]:
     """The registered families, in tie-break order (first wins a tie)."""
-    from agentshark.apis import anthropic, mcp, openai_chat, openai_responses
+    from agentshark.apis import a2a, anthropic, mcp, openai_chat, openai_responses
 
-    return (*openai_chat.FAMILIES, *openai_responses.FAMILIES, *anthropic.FAMILIES, *mcp.FAMILIES)
+    return (
+        *openai_chat.FAMILIES,
+        *openai_responses.FAMILIES,
+        *anthropic.FAMILIES,
+        *mcp.FAMILIES,
+        *a2a.FAMILIES,
+    )
 
 
 def recognize(
