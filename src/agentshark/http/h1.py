@@ -23,7 +23,6 @@ header) produce a :class:`ParseError`; the parser then looks for the next messag
 
 from __future__ import annotations
 
-import re
 from collections import deque
 from enum import Enum, auto
 
@@ -38,20 +37,25 @@ from agentshark.http.events import (
     RequestHeaders,
     ResponseHeaders,
 )
+from agentshark.http.h1_syntax import (
+    HEAD_END,
+    REQUEST_LINE,
+    REQUEST_START,
+    STATUS_LINE,
+    STATUS_START,
+    chunk_size,
+    content_length,
+    header_value,
+    is_request_prefix,
+    last_transfer_coding,
+    looks_like_response,
+    parse_headers,
+)
 from agentshark.model import Headers
 
 MAX_HEAD = 256 * 1024  # a head larger than this is not HTTP we can trust
 MAX_CHUNK_LINE = 4096
 RESYNC_WINDOW = 1 << 20  # bytes kept while looking for the next message start
-
-_REQUEST_LINE = re.compile(rb"([!#$%&'*+.^_`|~0-9A-Za-z-]+) (\S+) (HTTP/\d\.\d)\r?\n")
-_STATUS_LINE = re.compile(rb"(HTTP/\d\.\d) (\d{3})(?: ([^\r\n]*))?\r?\n")
-_REQUEST_START = re.compile(
-    rb"(?:^|\n)((?:GET|POST|PUT|DELETE|HEAD|OPTIONS|PATCH|CONNECT|TRACE|PRI) \S+ HTTP/1\.[01]\r?\n)"
-)
-_STATUS_START = re.compile(rb"(?:^|\n)(HTTP/1\.[01] \d{3}[ \r\n])")
-_HEAD_END = re.compile(rb"\r?\n\r?\n")
-_CHUNK_SIZE_RE = re.compile(rb"[0-9A-Fa-f]+")
 
 
 class State(Enum):
@@ -66,34 +70,6 @@ class State(Enum):
     RESYNC = auto()  # lost: looking for the next message start
 
 
-def looks_like_request(head: bytes) -> bool:
-    """True when ``head`` starts like an HTTP/1.x request line (as far as it goes)."""
-    if b"\n" in head:
-        return _REQUEST_LINE.match(head) is not None
-    return _is_request_prefix(head)
-
-
-def looks_like_response(head: bytes) -> bool:
-    """True when ``head`` starts like an HTTP/1.x status line (as far as it goes)."""
-    return head.startswith(b"HTTP/1.") or b"HTTP/1."[: len(head)] == head
-
-
-def _is_request_prefix(head: bytes) -> bool:
-    """Could ``head`` be the beginning of a request line? (method token, space, target)"""
-    sp = head.find(b" ")
-    token = head if sp < 0 else head[:sp]
-    if sp == 0 or len(token) > 16:
-        return False
-    if token and not (token.isalpha() and token.isupper()):
-        return False
-    return (
-        sp < 0
-        or len(head) == sp + 1
-        or head[sp + 1 : sp + 2] in (b"/", b"*", b"h")
-        or (token == b"CONNECT")
-    )
-
-
 # Module-level aliases: the per-segment loop reads these instead of State attributes.
 _LENGTH = State.LENGTH
 _CHUNK_DATA = State.CHUNK_DATA
@@ -103,18 +79,6 @@ _UNTIL_CLOSE = State.UNTIL_CLOSE
 _DIRECT_STATES = frozenset(
     {State.LENGTH, State.CHUNK_DATA, State.CHUNK_SIZE, State.CHUNK_CRLF, State.UNTIL_CLOSE}
 )
-
-
-def _chunk_size(line: bytes) -> int | None:
-    """The size on a chunk-size line (CR and chunk extensions ignored), None if invalid."""
-    try:
-        size = int(line, 16)
-    except ValueError:
-        m = _CHUNK_SIZE_RE.match(line.lstrip())
-        if m is None:
-            return None
-        size = int(m.group(0), 16)
-    return size if size >= 0 else None
 
 
 class _Direction:
@@ -311,7 +275,7 @@ class H1Connection:
                 try:  # int() ignores the CR and surrounding whitespace
                     size: int | None = int(data[pos:nl], 16)
                 except ValueError:
-                    size = _chunk_size(data[pos:nl])
+                    size = chunk_size(data[pos:nl])
                 d.chunked_bytes += nl + 1 - pos
                 if size is None or size < 0:
                     line = data[pos : nl + 1]
@@ -393,11 +357,11 @@ class H1Connection:
         if not (
             looks_like_response(bytes(buf[:8]))
             if d.response
-            else _is_request_prefix(bytes(buf[:20]))
+            else is_request_prefix(bytes(buf[:20]))
         ):
             d.state = State.RESYNC
             return True
-        m = _HEAD_END.search(buf)
+        m = HEAD_END.search(buf)
         if m is None:
             if len(buf) > MAX_HEAD:
                 out.append(
@@ -430,11 +394,11 @@ class H1Connection:
     def _on_request_head(
         self, d: _Direction, head: bytes, started: float, ts: float, out: list[HttpEvent]
     ) -> bool:
-        m = _REQUEST_LINE.match(head)
+        m = REQUEST_LINE.match(head)
         if m is None:
             out.append(self._bad_head(d, head, ts))
             return False
-        headers = _parse_headers(head[m.end() :])
+        headers = parse_headers(head[m.end() :])
         method = m.group(1).decode("ascii")
         stream = self._next_request
         self._next_request += 1
@@ -450,7 +414,7 @@ class H1Connection:
                 ts=started,
             )
         )
-        te = _last_transfer_coding(headers)
+        te = last_transfer_coding(headers)
         if te is not None:
             if te == "chunked":
                 self._start_chunked(d)
@@ -466,9 +430,9 @@ class H1Connection:
                 self._end_message(d, ts, out, complete=False)
                 return False
             return True
-        length = _content_length(headers)
+        length = content_length(headers)
         if length is None or length == 0:
-            if length is None and _header(headers, "content-length") is not None:
+            if length is None and header_value(headers, "content-length") is not None:
                 out.append(self._bad_length(d, headers, ts))
             self._end_message(d, ts, out, complete=True)
         else:
@@ -479,11 +443,11 @@ class H1Connection:
     def _on_response_head(
         self, d: _Direction, head: bytes, started: float, ts: float, out: list[HttpEvent]
     ) -> bool:
-        m = _STATUS_LINE.match(head)
+        m = STATUS_LINE.match(head)
         if m is None:
             out.append(self._bad_head(d, head, ts))
             return False
-        headers = _parse_headers(head[m.end() :])
+        headers = parse_headers(head[m.end() :])
         status = int(m.group(2))
         reason = (m.group(3) or b"").decode("latin-1")
         version = m.group(1).decode("ascii")
@@ -508,7 +472,9 @@ class H1Connection:
             )
         )
         if status == 101 or (method == "CONNECT" and 200 <= status < 300):
-            protocol = "tunnel" if status != 101 else (_header(headers, "upgrade") or "").lower()
+            protocol = (
+                "tunnel" if status != 101 else (header_value(headers, "upgrade") or "").lower()
+            )
             out.append(ProtocolSwitched(stream=stream, protocol=protocol or "unknown", ts=ts))
             self._end_message(d, ts, out, complete=True)
             self.switched = protocol or "unknown"
@@ -521,16 +487,16 @@ class H1Connection:
         if method == "HEAD" or status in (204, 304):
             self._end_message(d, ts, out, complete=True)
             return True
-        te = _last_transfer_coding(headers)
+        te = last_transfer_coding(headers)
         if te == "chunked":
             self._start_chunked(d)
             return True
         if te is not None:
             d.state = State.UNTIL_CLOSE
             return True
-        length = _content_length(headers)
+        length = content_length(headers)
         if length is None:
-            if _header(headers, "content-length") is not None:
+            if header_value(headers, "content-length") is not None:
                 out.append(self._bad_length(d, headers, ts))
             d.state = State.UNTIL_CLOSE
         elif length == 0:
@@ -568,7 +534,7 @@ class H1Connection:
             d.chunked_bytes += n
             self._end_message(d, ts, out, complete=True)
             return True
-        m = _HEAD_END.search(buf)
+        m = HEAD_END.search(buf)
         if m is None:
             if len(buf) > MAX_HEAD:
                 return self._chunk_error(d, ts, out, "trailer section too long")
@@ -577,11 +543,11 @@ class H1Connection:
         d.buf = buf[m.end() :]
         d.offset += len(block)
         d.chunked_bytes += len(block)
-        self._end_message(d, ts, out, complete=True, trailers=_parse_headers(block))
+        self._end_message(d, ts, out, complete=True, trailers=parse_headers(block))
         return True
 
     def _resync(self, d: _Direction, ts: float, out: list[HttpEvent]) -> bool:
-        pattern = _STATUS_START if d.response else _REQUEST_START
+        pattern = STATUS_START if d.response else REQUEST_START
         m = pattern.search(d.buf)
         if m is None:
             if len(d.buf) > RESYNC_WINDOW:
@@ -649,49 +615,3 @@ class H1Connection:
         d.state = State.HEAD
         d.remaining = 0
         d.buf_ts = ts
-
-
-def _parse_headers(block: bytes) -> Headers:
-    """Header fields in their original case and order; obs-fold lines are joined."""
-    headers: Headers = []
-    for raw in block.split(b"\n"):
-        line = raw.rstrip(b"\r")
-        if not line:
-            continue
-        if line[:1] in (b" ", b"\t") and headers:  # obs-fold (RFC 9112 §5.2)
-            prev_name, prev_value = headers[-1]
-            headers[-1] = (prev_name, prev_value + " " + line.strip().decode("latin-1"))
-            continue
-        name, sep, value = line.partition(b":")
-        if not sep:
-            continue
-        headers.append((name.strip().decode("latin-1"), value.strip().decode("latin-1")))
-    return headers
-
-
-def _header(headers: Headers, name: str) -> str | None:
-    for k, v in headers:
-        if k.lower() == name:
-            return v
-    return None
-
-
-def _content_length(headers: Headers) -> int | None:
-    """The Content-Length, or None when absent or invalid (RFC 9110 §8.6: a list of
-    identical values is accepted)."""
-    values = {v.strip() for k, v in headers if k.lower() == "content-length" for v in v.split(",")}
-    if len(values) != 1:
-        return None
-    value = values.pop()
-    return int(value) if value.isdigit() else None
-
-
-def _last_transfer_coding(headers: Headers) -> str | None:
-    codings = [
-        c.strip().lower()
-        for k, v in headers
-        if k.lower() == "transfer-encoding"
-        for c in v.split(",")
-        if c.strip()
-    ]
-    return codings[-1] if codings else None

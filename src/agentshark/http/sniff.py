@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Literal
 
-from agentshark.http.h1 import looks_like_request, looks_like_response
+from agentshark.http.h1_syntax import looks_like_request, looks_like_response
 
 Protocol = Literal["http/1.1", "h2c", "tls", "unknown"]
 
