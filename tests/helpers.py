@@ -6,6 +6,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from agentshark.model import Body, Exchange, Request, Response
+
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
 CORPUS = SHARED / "corpus"
@@ -87,3 +89,57 @@ class Collected:
                 self.connections.append(item)
             else:
                 self.sources.append(item)
+
+
+def http_exchange(
+    *,
+    method: str,
+    url: str,
+    target: str,
+    request_body: bytes,
+    request_headers: list[tuple[str, str]],
+    response_pieces: list[tuple[float, bytes]] | None,
+    status: int = 200,
+    response_headers: list[tuple[str, str]] | None = None,
+    response_complete: bool = True,
+    response_started: float | None = None,
+    response_ended: float | None = None,
+) -> Exchange:
+    """An HTTP/1.1 exchange built by hand for API-family tests: the request at t=0.5, the
+    response's pieces as given (empty ones dropped), no response when ``response_pieces``
+    is None."""
+    response = None
+    if response_pieces is not None:
+        pieces = response_pieces
+        response = Response(
+            status=status,
+            reason="",
+            version="HTTP/1.1",
+            headers=response_headers or [],
+            body=Body(pieces=[p for p in pieces if p[1]]),
+            started=response_started
+            if response_started is not None
+            else (pieces[0][0] if pieces else 1.0),
+            ended=response_ended
+            if response_ended is not None
+            else (pieces[-1][0] if pieces else 1.0),
+            complete=response_complete,
+        )
+    return Exchange(
+        id="x1",
+        source=0,
+        connection=None,
+        transport="http/1.1",
+        request=Request(
+            method=method,
+            target=target,
+            url=url,
+            version="HTTP/1.1",
+            headers=request_headers,
+            body=Body(pieces=[(0.5, request_body)] if request_body else []),
+            started=0.5,
+            ended=0.5,
+            complete=True,
+        ),
+        response=response,
+    )

@@ -19,8 +19,8 @@ from agentshark.apis.a2a import FAMILIES, part_from
 from agentshark.apis.model import BlobPart, Call, GenericPart, TextPart, UriPart
 from agentshark.apis.registry import families, recognize
 from agentshark.apis.view import ExchangeView
-from agentshark.model import Body, Exchange, Request, Response
-from tests.helpers import CAPTURES, Collected
+from agentshark.model import Body, Exchange
+from tests.helpers import CAPTURES, Collected, http_exchange
 
 CAPTURE = CAPTURES / "a2a_jsonrpc_v03"
 BASE = "http://agent.test"
@@ -41,34 +41,20 @@ def exchange(
 ) -> Exchange:
     body = orjson.dumps(request) if isinstance(request, dict) else request or b""
     resp = orjson.dumps(response) if isinstance(response, dict) else response
-    return Exchange(
-        id="x1",
-        source=0,
-        connection=None,
-        transport="http/1.1",
-        request=Request(
-            method=method,
-            target=url.split("/", 3)[-1],
-            url=url,
-            version="HTTP/1.1",
-            headers=list(request_headers),
-            body=Body(pieces=[(0.5, body)] if body else []),
-            started=0.5,
-            ended=0.5,
-            complete=True,
-        ),
-        response=None
+    return http_exchange(
+        method=method,
+        url=url,
+        target=url.split("/", 3)[-1],
+        request_body=body,
+        request_headers=list(request_headers),
+        response_pieces=None
         if resp is None
-        else Response(
-            status=status,
-            reason="",
-            version="HTTP/1.1",
-            headers=[("content-type", content_type)],
-            body=Body(pieces=[(1.0 + i / 10, p) for i, p in enumerate(_pieces(resp)) if p]),
-            started=1.0,
-            ended=2.0,
-            complete=response_complete,
-        ),
+        else [(1.0 + i / 10, p) for i, p in enumerate(_pieces(resp))],
+        status=status,
+        response_headers=[("content-type", content_type)],
+        response_complete=response_complete,
+        response_started=1.0,
+        response_ended=2.0,
     )
 
 

@@ -40,13 +40,13 @@ from agentshark.apis.model import (
 from agentshark.apis.registry import recognize
 from agentshark.apis.view import ExchangeView
 from agentshark.errors import InputError
-from agentshark.model import Body, Exchange, Request, Response
+from agentshark.model import Exchange
 from agentshark.sources.detect import classify_document
 from agentshark.sources.vcr import read_vcr
 from tests.framing.test_eventstream import event as eventstream_event
 from tests.framing.test_eventstream import header as eventstream_header
 from tests.framing.test_eventstream import message as eventstream_message
-from tests.helpers import CORPUS, ROOT
+from tests.helpers import CORPUS, ROOT, http_exchange
 
 DATA = ROOT / "tests/data/apis/anthropic"
 MESSAGES_URL = "https://api.anthropic.com/v1/messages"
@@ -72,34 +72,16 @@ def exchange(
 ) -> Exchange:
     body = orjson.dumps(request) if isinstance(request, dict) else request or b""
     pieces = [(1.0, response)] if isinstance(response, bytes) else list(response or [])
-    return Exchange(
-        id="x1",
-        source=0,
-        connection=None,
-        transport="http/1.1",
-        request=Request(
-            method=method,
-            target=url.split("/", 3)[-1],
-            url=url,
-            version="HTTP/1.1",
-            headers=list(request_headers),
-            body=Body(pieces=[(0.5, body)] if body else []),
-            started=0.5,
-            ended=0.5,
-            complete=True,
-        ),
-        response=None
-        if response is None
-        else Response(
-            status=status,
-            reason="",
-            version="HTTP/1.1",
-            headers=[("content-type", content_type), *response_headers],
-            body=Body(pieces=[p for p in pieces if p[1]]),
-            started=pieces[0][0] if pieces else 1.0,
-            ended=pieces[-1][0] if pieces else 1.0,
-            complete=response_complete,
-        ),
+    return http_exchange(
+        method=method,
+        url=url,
+        target=url.split("/", 3)[-1],
+        request_body=body,
+        request_headers=list(request_headers),
+        response_pieces=None if response is None else pieces,
+        status=status,
+        response_headers=[("content-type", content_type), *response_headers],
+        response_complete=response_complete,
     )
 
 

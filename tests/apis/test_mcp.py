@@ -28,11 +28,11 @@ from agentshark.apis.model import (
 from agentshark.apis.registry import recognize
 from agentshark.apis.view import ExchangeView
 from agentshark.errors import InputError
-from agentshark.model import Body, Exchange, Request, Response
+from agentshark.model import Exchange
 from agentshark.sources.detect import SNIFF_BYTES, classify_document, sniff_format
 from agentshark.sources.har import read_har
 from agentshark.sources.vcr import read_vcr
-from tests.helpers import CAPTURES, CORPUS, Collected
+from tests.helpers import CAPTURES, CORPUS, Collected, http_exchange
 
 PLAIN = CAPTURES / "mcp_http_plain"
 MANIFEST = CORPUS / "manifest.jsonl"
@@ -56,34 +56,16 @@ def exchange(
         request if isinstance(request, bytes) else b"" if request is None else orjson.dumps(request)
     )
     pieces = [(1.0, response)] if isinstance(response, bytes) else list(response or [])
-    return Exchange(
-        id="x1",
-        source=0,
-        connection=None,
-        transport="http/1.1",
-        request=Request(
-            method=method,
-            target="/mcp",
-            url=URL,
-            version="HTTP/1.1",
-            headers=list(request_headers),
-            body=Body(pieces=[(0.5, body)] if body else []),
-            started=0.5,
-            ended=0.5,
-            complete=True,
-        ),
-        response=None
-        if response is None
-        else Response(
-            status=status,
-            reason="",
-            version="HTTP/1.1",
-            headers=[("content-type", content_type), *response_headers],
-            body=Body(pieces=[p for p in pieces if p[1]]),
-            started=pieces[0][0] if pieces else 1.0,
-            ended=pieces[-1][0] if pieces else 1.0,
-            complete=response_complete,
-        ),
+    return http_exchange(
+        method=method,
+        url=URL,
+        target="/mcp",
+        request_body=body,
+        request_headers=list(request_headers),
+        response_pieces=None if response is None else pieces,
+        status=status,
+        response_headers=[("content-type", content_type), *response_headers],
+        response_complete=response_complete,
     )
 
 
