@@ -214,7 +214,7 @@ def test_plain_capture_matches_client_messages() -> None:
             assert by_id(msg["id"]).extras["error_data"] == msg["error"]["data"]
         elif record["dir"] == "recv" and kind == "notification":
             assert {"kind": "notification", "method": msg["method"], "params": msg["params"]} in [
-                {k: v for k, v in m.items() if k != "event_id"} for m in streamed
+                {k: v for k, v in m.items() if k not in ("event_id", "at")} for m in streamed
             ]
         else:
             pytest.fail(f"unexpected record {record}")
@@ -515,7 +515,9 @@ def test_batch() -> None:
         "notifications/initialized",
         "ping",
     ]
-    assert call.extras["stream_messages"] == [{"kind": "response", "id": 2, "result": {}}]
+    assert call.extras["stream_messages"] == [
+        {"kind": "response", "id": 2, "result": {}, "at": "body"}
+    ]
 
 
 def test_initialize_with_json_reply() -> None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from agentshark.apis.mcp_sessions import McpSessions
 from agentshark.apis.model import Call
 from agentshark.apis.registry import recognize
 from agentshark.errors import Diagnostic, InputError
@@ -33,12 +34,14 @@ from agentshark.net.packet import PacketDecoder
 from agentshark.net.tcp import TcpReassembler
 from agentshark.pipeline.connection import ConnectionAnalyzer
 from agentshark.pipeline.reports import ConnectionReport, SourceReport
+from agentshark.pipeline.stdio import StdioSessions
 from agentshark.sources.detect import classify_document, sniff_format
 from agentshark.sources.har import read_har
 from agentshark.sources.keylog import load_keylog
 from agentshark.sources.pcap import read_pcap
 from agentshark.sources.pcapng import read_pcapng
 from agentshark.sources.records import DecryptionSecrets, Interface, Packet
+from agentshark.sources.stdio import sniff_stdio
 from agentshark.sources.vcr import read_vcr
 from agentshark.tls.keylog import KeyLog
 
@@ -75,14 +78,22 @@ def run(paths: Sequence[str], options: Options | None = None) -> Iterator[Item]:
 
 
 def _with_calls(items: Iterator[Item], opts: Options) -> Iterator[Item]:
-    """Each exchange, followed by the API call it carries when a family recognizes one."""
+    """Each exchange, followed by the API call it carries when a family recognizes one.
+
+    MCP calls that need a later exchange of their session (see
+    :mod:`agentshark.apis.mcp_sessions`) come when it does, or after the last input."""
     counter = itertools.count(1)
+    sessions = McpSessions()
     for item in items:
         yield item
         if type(item) is Exchange:
             call = recognize(item, f"call{next(counter)}", max_body=opts.max_body)
             if call is not None:
-                yield call
+                if call.api == "mcp":
+                    yield from sessions.feed(call)
+                else:
+                    yield call
+    yield from sessions.close()
 
 
 def _run(paths: Sequence[str], opts: Options) -> Iterator[Item]:
@@ -98,6 +109,7 @@ def _run(paths: Sequence[str], opts: Options) -> Iterator[Item]:
         report.key_secrets = len(keylog)
         yield report
 
+    stdio = StdioSessions(next_id, "" if len(paths) == 1 else "s.")
     for index, path in enumerate(paths):
         report = SourceReport(index=index, path=path, format="unknown")
         try:
@@ -115,7 +127,7 @@ def _run(paths: Sequence[str], opts: Options) -> Iterator[Item]:
             continue
         try:
             prefix = "c" if len(paths) == 1 else f"s{index}.c"
-            yield from _analyze(stream, total, report, opts, next_id, prefix, keylog)
+            yield from _analyze(stream, total, report, opts, next_id, prefix, keylog, stdio)
         except InputError as exc:
             report.diagnostics.append(
                 Diagnostic(
@@ -125,7 +137,9 @@ def _run(paths: Sequence[str], opts: Options) -> Iterator[Item]:
         finally:
             if path != "-":
                 stream.close()
-        yield report
+        if not stdio.holding(report):
+            yield report
+    yield from stdio.flush()
 
 
 def _open(path: str) -> tuple[io.BufferedReader, int]:
@@ -147,21 +161,29 @@ def _analyze(
     next_id: Callable[[], str],
     prefix: str,
     keylog: KeyLog,
+    stdio: StdioSessions,
 ) -> Iterator[Item]:
     head = stream.peek(64)[:64]
     fmt = sniff_format(head)
     name = report.path
     if fmt in ("pcap", "pcapng"):
+        yield from stdio.flush()  # a held stdio file has no partner
         report.format = fmt
         yield from _packets(stream, total, report, opts, next_id, prefix, keylog)
         return
     if fmt == "unknown":
+        yield from stdio.flush()
         raise InputError(
             f"{name}: not a format agentshark reads (starts with {head[:16]!r}); "
             "give it a pcap or pcapng capture, a HAR 1.2 file or a vcrpy cassette"
         )
     data = stream.read()
     report.bytes = len(data)
+    transcript = sniff_stdio(data)
+    if transcript is not None:
+        yield from stdio.document(data, transcript, report)
+        return
+    yield from stdio.flush()
     kind, doc = classify_document(data, name)
     report.format = kind
     reader = read_har if kind == "har" else read_vcr
