@@ -16,6 +16,7 @@ from agentshark.errors import Diagnostic, InputError, UnsupportedFormatError
 from agentshark.model import Exchange
 from agentshark.sources.detect import SNIFF_BYTES, classify_document, sniff_format
 from agentshark.sources.har import read_har
+from agentshark.sources.stdio import sniff_stdio
 from agentshark.sources.vcr import read_vcr
 from tests.helpers import CORPUS
 
@@ -150,11 +151,6 @@ def test_interactions_with_some_malformed_items_are_still_a_cassette() -> None:
             "recorded response ({status, headers, body}) without its request",
         ),
         (
-            b'STDIN: {"jsonrpc":"2.0","id":0,"method":"initialize"}\n'
-            b'STDERR: starting\nSTDOUT: {"jsonrpc":"2.0","id":0,"result":{}}\n',
-            "MCP stdio transcript",
-        ),
-        (
             b'{"analysis_metadata": {}, "summary": {}, "data_timeline": []}',
             "agentsight eBPF",
         ),
@@ -166,11 +162,6 @@ def test_recognized_unsupported_shapes(data: bytes, phrase: str) -> None:
     message = str(info.value)
     assert message.startswith("sample.file ")
     assert phrase in message
-
-
-def test_stdio_transcript_points_to_the_mcp_issue() -> None:
-    with pytest.raises(UnsupportedFormatError, match="MCP stdio issue"):
-        classify_document(b"STDIN: {}\nSTDOUT: {}\n", "uvxmcp-server-fetch")
 
 
 # --- classify_document: not ours ------------------------------------------------------------
@@ -321,7 +312,7 @@ EXPECTED_BY_DETAIL = {
     "response body only": "response-only fixture",
     "stream chunks": "one JSON event per line",
     "recorded response": "recorded response",
-    "MCP stdio transcript": "MCP stdio transcript",
+    "MCP stdio transcript": "stdio",
     "agentsight": "agentsight eBPF",
 }
 
@@ -332,7 +323,9 @@ def test_one_corpus_example_of_every_shape() -> None:
     for detail, file in examples.items():
         expected = next(v for k, v in EXPECTED_BY_DETAIL.items() if detail.startswith(k))
         data = (CORPUS / file).read_bytes()
-        if expected in ("har", "vcr"):
+        if expected == "stdio":  # read by sources.stdio, before classify_document
+            assert sniff_stdio(data) == "stdio-goose", file
+        elif expected in ("har", "vcr"):
             assert classify_document(data, file).kind == expected, file
         else:
             with pytest.raises(UnsupportedFormatError, match=expected):

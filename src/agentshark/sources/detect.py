@@ -80,19 +80,12 @@ def classify_document(data: bytes, name: str) -> Document:
     if stripped[:1] in (b"{", b"["):
         return _classify(_load_json(text, name), name, "JSON")
     try:
-        decoded = text.decode("utf-8")
+        text.decode("utf-8")
     except UnicodeDecodeError as e:
         raise InputError(
             f"{name} is neither a packet capture nor a UTF-8 text document "
             f"(byte {e.start} is not UTF-8): {_WHAT_WE_READ}"
         ) from None
-    if _is_stdio_transcript(decoded):
-        raise UnsupportedFormatError(
-            f"{name} is an MCP stdio transcript (STDIN:/STDOUT:/STDERR: lines, goose "
-            "mcp_replays style): agentshark does not read stdio transcripts yet; support is "
-            "tracked by the MCP stdio issue. Meanwhile, record MCP over Streamable HTTP in a "
-            "pcap, HAR file or vcrpy cassette"
-        )
     return _classify(_load_yaml(text, name), name, "YAML")
 
 
@@ -149,15 +142,6 @@ def _load_yaml(text: bytes, name: str) -> Any:
         raise InputError(f"{name} is not valid YAML: {e}") from None
     except RecursionError:
         raise InputError(f"{name} is nested too deeply to be read as YAML") from None
-
-
-_STDIO_PREFIX = re.compile(r"(?:STDIN|STDOUT|STDERR): ")
-
-
-def _is_stdio_transcript(text: str) -> bool:
-    """goose ``mcp_replays``: every line is ``STDIN: ``, ``STDOUT: `` or ``STDERR: `` + text."""
-    lines = [line for line in text.splitlines()[:50] if line.strip()]
-    return bool(lines) and all(_STDIO_PREFIX.match(line) for line in lines)
 
 
 # --- shapes --------------------------------------------------------------------------------
