@@ -13,6 +13,11 @@ import pytest
 from agentshark.cli import _Progress, _size_arg, main
 from tests.helpers import CAPTURES, CORPUS, ROOT
 
+AGENTSIGHT = (
+    "eunomia-bpf__agentsight/script/results/ssl_only/claude_code/analysis_gen_readme/"
+    "ssl_data_only.json"
+)
+
 EXAMPLE = ROOT / "examples" / "agent_chat.pcap"
 HAR = ROOT / "tests" / "data" / "documents" / "chat_and_ws.har"
 
@@ -114,13 +119,29 @@ def test_truncated_capture_keeps_what_came_before(
 
 
 def test_unsupported_document_says_what_it_is(capsys: pytest.CaptureFixture[str]) -> None:
-    stdio = next((CORPUS / "block__goose/crates/goose/tests/mcp_replays").iterdir())
-    code = main(["exchanges", str(stdio), "--format", "json", "--no-progress"])
+    agentsight = CORPUS / AGENTSIGHT
+    code = main(["exchanges", str(agentsight), "--format", "json", "--no-progress"])
     captured = capsys.readouterr()
     assert code == 1
     message = json.loads(captured.out)["sources"][0]["diagnostics"][0]["message"]
-    assert "MCP stdio" in message
-    assert captured.err.startswith("agentshark: ") and "MCP stdio" in captured.err
+    assert "agentsight" in message
+    assert captured.err.startswith("agentshark: ") and "agentsight" in captured.err
+
+
+def test_calls_api_filter_and_stdio(capsys: pytest.CaptureFixture[str]) -> None:
+    goose = CORPUS / "block__goose/crates/goose/tests/mcp_replays/uvxmcp-server-fetch"
+    code = main(["calls", str(goose), "--format", "json", "--no-progress", "--api", "mcp"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and report["sources"][0]["format"] == "stdio"
+    assert [c["operation"] for c in report["calls"]] == [
+        "initialize",
+        "notifications/initialized",
+        "tools/list",
+        "tools/call",
+    ]
+    assert {e["transport"] for e in report["exchanges"]} == {"stdio"}
+    main(["calls", str(goose), "--format", "json", "--no-progress", "--api", "openai"])
+    assert json.loads(capsys.readouterr().out)["calls"] == []
 
 
 def test_standard_input_streams_a_pcap() -> None:

@@ -5,16 +5,17 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TextIO
 
 from agentshark import __version__
+from agentshark.apis.model import Call
 from agentshark.output.calls_text import CallsTextWriter
 from agentshark.output.jsonreport import JsonReportWriter
 from agentshark.output.report import RenderOptions
 from agentshark.output.text import TextWriter
-from agentshark.pipeline import Options, SourceReport, run
+from agentshark.pipeline import Item, Options, SourceReport, run
 
 PROGRESS_MIN_BYTES = 32 << 20
 
@@ -83,6 +84,14 @@ def build_parser() -> argparse.ArgumentParser:
         "errors, completeness. --format json writes the report with its exchanges and calls.",
     )
     _add_input_options(calls)
+    calls.add_argument(
+        "--api",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="only calls of this API family: a whole name (openai.chat, mcp, a2a) or its "
+        "first part (openai, anthropic); repeatable",
+    )
     calls.set_defaults(events=False)
     return parser
 
@@ -133,13 +142,14 @@ def _report(args: argparse.Namespace, *, calls: bool) -> int:
     if not args.no_progress and sys.stderr.isatty() and total >= PROGRESS_MIN_BYTES:
         progress = _Progress(sys.stderr)
     options = Options(max_body=args.max_body, progress=progress, keylogs=args.keylog, calls=calls)
+    wanted = tuple(getattr(args, "api", ()))
     failed = 0
     out_file = Path(args.output).open("wb") if args.output else None  # noqa: SIM115
     try:
         if args.format == "json":
             binary = out_file if out_file is not None else sys.stdout.buffer
-            jwriter = JsonReportWriter(binary, render)
-            for item in run(args.files, options):
+            jwriter = JsonReportWriter(binary, render, calls=calls)
+            for item in _selected(run(args.files, options), wanted):
                 jwriter.write(item)
                 failed += _report_failure(item)
             jwriter.close()
@@ -148,7 +158,7 @@ def _report(args: argparse.Namespace, *, calls: bool) -> int:
             twriter: TextWriter | CallsTextWriter = (
                 CallsTextWriter(text, render) if calls else TextWriter(text, render)
             )
-            for item in run(args.files, options):
+            for item in _selected(run(args.files, options), wanted):
                 twriter.write(item)
                 failed += _report_failure(item)
             text.flush()
@@ -160,6 +170,18 @@ def _report(args: argparse.Namespace, *, calls: bool) -> int:
         if out_file is not None:
             out_file.close()
     return 1 if failed else 0
+
+
+def _selected(items: Iterator[Item], apis: tuple[str, ...]) -> Iterator[Item]:
+    """``items`` without the calls of other API families than ``apis`` (all when empty)."""
+    if not apis:
+        return items
+    prefixes = tuple(f"{name}." for name in apis)
+    return (
+        item
+        for item in items
+        if not isinstance(item, Call) or item.api in apis or item.api.startswith(prefixes)
+    )
 
 
 def _report_failure(item: object) -> int:

@@ -30,11 +30,15 @@ _CALLS_BATCH = 1 << 20  # bytes of calls JSON gathered before one write to the s
 
 
 class JsonReportWriter:
-    def __init__(self, out: BinaryIO, opts: RenderOptions) -> None:
+    def __init__(self, out: BinaryIO, opts: RenderOptions, *, calls: bool = False) -> None:
+        """``calls``: write the ``calls`` section even when no call comes."""
         self._out = out
         self._opts = opts
         self._spool = tempfile.SpooledTemporaryFile(max_size=8 << 20)  # noqa: SIM115
         self._calls: tempfile.SpooledTemporaryFile[bytes] | None = None
+        self._no_calls_yet = True
+        if calls:
+            self._calls = tempfile.SpooledTemporaryFile(max_size=8 << 20)  # noqa: SIM115
         self._pending: list[bytes] = []  # calls not yet in self._calls
         self._pending_bytes = 0
         self._sources: list[tuple[int, bytes]] = []
@@ -51,8 +55,9 @@ class JsonReportWriter:
             data = orjson.dumps(call_json(item, self._opts), option=_DUMP_OPTS)
             if self._calls is None:
                 self._calls = tempfile.SpooledTemporaryFile(max_size=8 << 20)  # noqa: SIM115
-            else:
+            if not self._no_calls_yet:
                 self._pending.append(b",")
+            self._no_calls_yet = False
             # Calls are written to the spool in batches: past its memory size the spool is a
             # real file, where one write per call is one system call per call.
             self._pending.append(data)
