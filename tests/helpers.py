@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
@@ -142,4 +143,16 @@ def http_exchange(
             complete=True,
         ),
         response=response,
+    )
+
+
+def own_tls_captures() -> list[str]:
+    """The folders of tests/data/captures made by scripts/make_tls_captures.py (TLS and
+    HTTP/2 cases with a key log; the agent protocol captures have their own tests)."""
+    own = ROOT / "tests" / "data" / "captures"
+    return sorted(
+        p.name
+        for p in own.iterdir()
+        if (p / "keys.log").exists()
+        and json.loads((p / "truth.json").read_text())["made_by"] == "scripts/make_tls_captures.py"
     )

@@ -20,10 +20,10 @@ from agentshark.framing.events import SseEvent
 from agentshark.http.content import decode_body
 from agentshark.model import Exchange, header
 from agentshark.pipeline import ConnectionReport, Options, SourceReport
-from tests.helpers import CAPTURES, ROOT, Collected
+from tests.helpers import CAPTURES, ROOT, Collected, own_tls_captures
 
 OWN = ROOT / "tests" / "data" / "captures"
-TLS_NAMES = sorted(p.name for p in OWN.iterdir() if (p / "keys.log").exists())
+TLS_NAMES = own_tls_captures()
 TLS_VERSION = {"TLSv1.2": "TLS 1.2", "TLSv1.3": "TLS 1.3"}
 
 

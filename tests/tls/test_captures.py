@@ -14,7 +14,7 @@ import pytest
 
 from agentshark.net.events import StreamData
 from agentshark.tls import KeyLog, TlsConnection, TlsEvent
-from tests.helpers import CAPTURES, CORPUS, ROOT
+from tests.helpers import CAPTURES, CORPUS, ROOT, own_tls_captures
 from tests.tls.capture import Capture, Decrypted, decrypt, read_capture
 from tests.tls.feeding import normalize
 
@@ -58,11 +58,7 @@ def truth_connections(truth: dict[str, Any]) -> list[tuple[str, str, str]]:
     return [(c["version"], c["cipher"], alpn) for c in trace["tls_connections"]]
 
 
-LOOPBACK_TLS = (
-    sorted(p.name for p in LOOPBACK.iterdir() if (p / "keys.log").exists())
-    if LOOPBACK.exists()
-    else []
-)
+LOOPBACK_TLS = own_tls_captures() if LOOPBACK.exists() else []
 
 
 @pytest.mark.parametrize("name", LOOPBACK_TLS)
