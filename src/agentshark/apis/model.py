@@ -208,14 +208,20 @@ class Timing:
     first_byte: float | None = None  # response's first byte
     first_token: float | None = None  # first content or tool-call delta of a stream
     ended: float | None = None
+    chunks: int | None = None  # stream events with an arrival time
+    inter_chunk: dict[str, float] | None = None  # gaps between them: median, p95, max (s)
 
     def to_json(self) -> dict[str, Json]:
-        return {
+        out: dict[str, Json] = {
             "started": self.started,
             "first_byte": self.first_byte,
             "first_token": self.first_token,
             "ended": self.ended,
         }
+        if self.chunks is not None:
+            out["chunks"] = self.chunks
+            out["inter_chunk"] = self.inter_chunk
+        return out
 
 
 @dataclass(slots=True, kw_only=True)

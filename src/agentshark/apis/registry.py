@@ -10,13 +10,17 @@ adding a family is adding a line (no import-by-name magic).
 from __future__ import annotations
 
 import functools
+import itertools
+import math
 from collections.abc import Sequence
 from typing import Protocol
 
 from agentshark.apis.model import Call, Timing
 from agentshark.apis.view import ExchangeView
+from agentshark.framing.events import EventStreamMessage, JsonDocument, SseEvent
 from agentshark.http.content import DEFAULT_DECODE_LIMIT
 from agentshark.model import Exchange, Headers
+from agentshark.trace.appids import header_app_ids
 
 
 class ApiFamily(Protocol):
@@ -38,6 +42,7 @@ REQUEST_ID_HEADERS = (
     "cf-ray",
 )
 TRACE_HEADERS = ("traceparent", "tracestate", "baggage")
+TIMED_EVENTS = (SseEvent, JsonDocument, EventStreamMessage)  # not comments
 
 
 @functools.cache  # the list never changes; the deferred import costs a lookup per exchange
@@ -79,8 +84,24 @@ def recognize(
     if exchange.response is None or exchange.response.started is None:
         # Sources without arrival times (cassettes) stamp body pieces 0.0: no token time.
         call.timing.first_token = None
+    elif call.stream and view.framing is not None:
+        _chunk_timing(view, call.timing)
     call.diagnostics.extend(view.diagnostics)
     return call
+
+
+def _chunk_timing(view: ExchangeView, timing: Timing) -> None:
+    """How the stream's events were spaced on the wire (nearest-rank p95)."""
+    times = [e.ts for e in view.events if isinstance(e, TIMED_EVENTS)]
+    timing.chunks = len(times)
+    if len(times) < 2:
+        return
+    gaps = sorted(b - a for a, b in itertools.pairwise(times))
+    timing.inter_chunk = {
+        "median": gaps[(len(gaps) - 1) // 2],
+        "p95": gaps[max(math.ceil(0.95 * len(gaps)) - 1, 0)],
+        "max": gaps[-1],
+    }
 
 
 def _common(exchange: Exchange, call: Call) -> None:
@@ -100,6 +121,10 @@ def _common(exchange: Exchange, call: Call) -> None:
                 call.id_sources["provider_request_id"] = f"response header {name}"
                 break
     if req is not None:
+        for app in header_app_ids(req.headers):  # x-session-id, x-run-id...
+            if app.name not in call.ids:
+                call.ids[app.name] = app.value
+                call.id_sources[app.name] = app.location
         found = _first_values(req.headers, TRACE_HEADERS)
         for name in TRACE_HEADERS:
             value = found.get(name)
