@@ -1443,9 +1443,10 @@ Things worth knowing (what the client recorded in these runs):
   request's id. Errors: JSON-RPC -32002 (task not cancelable) and -32001 (task not found); over
   REST `400` `FAILED_PRECONDITION` and `404` `NOT_FOUND` as `application/json`, successes as
   `application/a2a+json`.
-- `mcp_streamable_tls`: TLS 1.3 (TLS_AES_256_GCM_SHA384, no ALPN offered), six connections
-  although keep-alive is on: the SDK closes each SSE response once it has the JSON-RPC response,
-  so the connection is not reused. `keys.log` holds the five TLS 1.3 labels per connection.
+- `mcp_streamable_tls`: TLS 1.3 (TLS_AES_256_GCM_SHA384, ALPN offered http/1.1, none
+  negotiated), six connections although keep-alive is on: the SDK closes each SSE response
+  once it has the JSON-RPC response, so the connection is not reused. `keys.log` holds the
+  five TLS 1.3 labels per connection.
 """
 
 

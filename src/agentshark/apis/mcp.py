@@ -161,6 +161,10 @@ class McpHttp:
         msgs = messages(view.request_json)
         first = _parse_request(msgs, call, "request body")
         _mcp_headers(view, call)
+        if call.id_sources.get("mcp_session_id", "").startswith("request URL query"):
+            # posted to the endpoint a 2024-11-05 session stream named
+            call.extras["mcp_transport"] = "http+sse"
+            call.extras["endpoint"] = req.target
         if "jsonrpc_id" not in call.ids or call.operation is None:  # notification, response
             _stream_messages(replies, None, call)
             call.error = _status_error(view, replies)
