@@ -1,0 +1,342 @@
+"""Calls -> traces: which calls belong to one agent run, and the span tree of each run.
+
+Calls are joined (union-find) by every piece of evidence found, each recorded with its origin:
+
+1. ``traceparent`` (HTTP header or MCP ``params._meta``): valid ones with the same trace-id.
+2. ``previous_response_id`` / ``conversation`` / ``history``: :func:`link_history`.
+3. ``tool_call``: a model call and the MCP, A2A or HTTP call that executed one of its tool
+   calls (same tool name and arguments, after the model asked and before the result was sent).
+4. ``mcp_session`` (``Mcp-Session-Id``), ``a2a_context`` (A2A ``contextId``) and ``app_id``
+   (ids whose name says session, conversation, run, thread or task, under the same name).
+
+A group of one call is a trace of origin ``single``. The trace-id is the W3C one when a call
+carries it (the most common when several do), else derived from the first call's id
+(``trace_id_source`` says which). Span ids are derived from call ids, except that the
+``parent-id`` of a request's ``traceparent`` is the span id of the span that sent it: shared
+by several requests it is the agent's span (the caller), unique to one request it is that
+request's own client span. Nothing else is guessed: no grouping by time or connection.
+
+Tool spans: one per tool call in a model call's output. ``result_in`` is the first later
+model call whose input carries a tool result with that id; ``execution`` the observed call
+that ran it, with ``attributes["execution_evidence"]`` and ``["confidence"]`` (1.0 when the
+name and arguments are equal, 0.8 when the MCP tool name is a suffix of the model's, 0.6 for
+an HTTP request holding every argument value); ``inferred`` when none was seen (then the span
+lasts from the model's answer to the next request). An MCP ``tools/call`` or A2A message
+that no model tool call asked for is a tool span of its own (``tool_call_id`` None).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from urllib.parse import unquote_plus
+
+import orjson
+
+from agentshark.apis.model import Call, Json, TextPart, ToolCallPart, ToolCallResponsePart
+from agentshark.trace.appids import name_kind
+from agentshark.trace.context import TraceParent, parse_traceparent
+from agentshark.trace.history import HistoryLink, is_model_call
+from agentshark.trace.model import Trace
+from agentshark.trace.spans import (
+    HttpRequest,
+    ToolUse,
+    asked_tool,
+    exec_id,
+    make_trace,
+)
+
+GROUPING_KINDS = frozenset({"session", "conversation", "run", "thread", "task"})
+TOOL_WINDOW = 600.0  # seconds after a model's answer an execution may start, with no result
+
+
+class _Groups:
+    def __init__(self, ids: Iterable[str]) -> None:
+        self.parent = {i: i for i in ids}
+        self.evidence: dict[str, list[dict[str, Json]]] = {}
+
+    def find(self, x: str) -> str:
+        root = x
+        while self.parent[root] != root:
+            root = self.parent[root]
+        while self.parent[x] != root:
+            self.parent[x], x = root, self.parent[x]
+        return root
+
+    def join(self, a: str, b: str, evidence: dict[str, Json]) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[rb] = ra
+            mine = self.evidence.setdefault(ra, [])
+            mine.extend(self.evidence.pop(rb, []))
+        self.evidence.setdefault(self.find(a), []).append(evidence)
+
+
+def build_traces(
+    calls: Sequence[Call],
+    links: Mapping[str, HistoryLink],
+    http: Sequence[HttpRequest] = (),
+) -> list[Trace]:
+    """The traces of ``calls`` (and of the unclaimed HTTP requests that executed tools)."""
+    ordered = sorted(
+        enumerate(calls),
+        key=lambda p: (p[1].timing.started is None, p[1].timing.started or 0.0, p[0]),
+    )
+    by_id = {c.id: c for _, c in ordered}
+    groups = _Groups([*by_id, *(h.exchange_id for h in http)])
+    parents: dict[str, TraceParent] = {}
+    for call in by_id.values():
+        value = call.ids.get("traceparent")
+        parsed = parse_traceparent(value) if value else None
+        if isinstance(parsed, TraceParent):
+            parents[call.id] = parsed
+    _join_traceparent(groups, parents)
+    for cid, link in links.items():
+        if cid in by_id and link.previous in by_id:
+            groups.join(
+                link.previous,
+                cid,
+                {"origin": link.origin, "calls": [link.previous, cid], "detail": link.evidence},
+            )
+    model_calls = [c for _, c in ordered if is_model_call(c)]
+    tools = _tool_spans(model_calls, [c for _, c in ordered], http, groups)
+    _join_ids(groups, by_id.values())
+    return _traces(groups, [c for _, c in ordered], http, tools, parents, links)
+
+
+def _join_traceparent(groups: _Groups, parents: Mapping[str, TraceParent]) -> None:
+    first: dict[str, str] = {}
+    for cid, tp in parents.items():
+        if tp.trace_id in first:
+            groups.join(
+                first[tp.trace_id],
+                cid,
+                {
+                    "origin": "traceparent",
+                    "calls": [first[tp.trace_id], cid],
+                    "trace_id": tp.trace_id,
+                },
+            )
+        else:
+            first[tp.trace_id] = cid
+
+
+def _join_ids(groups: _Groups, calls: Iterable[Call]) -> None:
+    first: dict[tuple[str, str, str], str] = {}
+    for call in calls:
+        for name, value in call.ids.items():
+            if name == "mcp_session_id":
+                origin = "mcp_session"
+            elif name == "a2a_context_id":
+                origin = "a2a_context"
+            elif name_kind(name) in GROUPING_KINDS:
+                origin = "app_id"
+            else:
+                continue
+            key = (origin, name, value)
+            if key not in first:
+                first[key] = call.id
+                continue
+            groups.join(
+                first[key],
+                call.id,
+                {
+                    "origin": origin,
+                    "calls": [first[key], call.id],
+                    "id": {name: value},
+                    "where": call.id_sources.get(name),
+                },
+            )
+
+
+# -- tool spans -----------------------------------------------------------------------------
+
+
+def _tool_spans(
+    model_calls: Sequence[Call],
+    calls: Sequence[Call],
+    http: Sequence[HttpRequest],
+    groups: _Groups,
+) -> list[ToolUse]:
+    results: dict[str, list[tuple[Call, Json]]] = {}
+    for call in model_calls:
+        for message in call.input_messages:
+            for part in message.parts:
+                if isinstance(part, ToolCallResponsePart) and part.id is not None:
+                    results.setdefault(part.id, []).append((call, part.response))
+    executors = [c for c in calls if _is_execution(c)]
+    used: set[str] = set()
+    out: list[ToolUse] = []
+    for call in model_calls:
+        asked = [p for m in call.output_messages for p in m.parts if isinstance(p, ToolCallPart)]
+        for part in asked:
+            result_in, result = _result_for(part, call, results)
+            tool = ToolUse(part, call, result_in, result, None, None, None)
+            start = call.timing.ended or call.timing.started
+            end = result_in.timing.started if result_in is not None else None
+            found = _execution(part, start, end, executors, http, used)
+            if found is not None:
+                tool.execution, tool.evidence, tool.confidence = found
+                key = exec_id(found[0])
+                used.add(key)
+                groups.join(
+                    call.id,
+                    key,
+                    {"origin": "tool_call", "calls": [call.id, key], "detail": found[1]},
+                )
+            if result_in is not None:
+                groups.join(
+                    call.id,
+                    result_in.id,
+                    {
+                        "origin": "tool_call",
+                        "calls": [call.id, result_in.id],
+                        "detail": f"tool call {part.id} answered in {result_in.id}'s input",
+                    },
+                )
+            out.append(tool)
+    out.extend(
+        ToolUse(None, None, None, None, call, "not asked for by a model call", None)
+        for call in executors
+        if call.id not in used
+    )
+    return out
+
+
+def _is_execution(call: Call) -> bool:
+    if call.api == "mcp":
+        return call.operation == "tools/call"
+    return call.api == "a2a" and call.operation in (
+        "SendMessage",
+        "SendStreamingMessage",
+        "message/send",
+        "message/stream",
+    )
+
+
+def _result_for(
+    part: ToolCallPart, call: Call, results: Mapping[str, list[tuple[Call, Json]]]
+) -> tuple[Call | None, Json]:
+    if part.id is None:
+        return None, None
+    for later, response in results.get(part.id, []):
+        if later is not call and _after(later.timing.started, call.timing.started):
+            return later, response
+    return None, None
+
+
+def _after(a: float | None, b: float | None) -> bool:
+    return a is None or b is None or a >= b
+
+
+def _execution(
+    part: ToolCallPart,
+    start: float | None,
+    end: float | None,
+    executors: Sequence[Call],
+    http: Sequence[HttpRequest],
+    used: set[str],
+) -> tuple[Call | HttpRequest, str, float] | None:
+    def in_window(t: float | None) -> bool:
+        if t is None or start is None:
+            return t is None and start is None
+        limit = end if end is not None else start + TOOL_WINDOW
+        return start <= t <= limit
+
+    for call in executors:
+        if call.id in used or not in_window(call.timing.started):
+            continue
+        found = _same_tool(part, call)
+        if found is not None:
+            return call, found[0], found[1]
+    values = _argument_values(part.arguments)
+    if not values:
+        return None
+    for req in http:
+        if req.exchange_id in used or not in_window(req.started):
+            continue
+        text = unquote_plus(req.url) + "\n" + req.body.decode("utf-8", "replace")
+        if all(v in text for v in values):
+            return req, f"{req.method} {req.url} holds every argument value", 0.6
+    return None
+
+
+def _same_tool(part: ToolCallPart, call: Call) -> tuple[str, float] | None:
+    if call.api == "mcp":
+        asked = asked_tool(call)
+        if asked is None or not _same_arguments(part.arguments, asked.arguments):
+            return None
+        if asked.name == part.name:
+            return f"MCP tools/call {asked.name} with the same arguments", 1.0
+        if part.name.endswith(asked.name):
+            return f"MCP tools/call {asked.name} (a suffix of {part.name}), same arguments", 0.8
+        return None
+    values = _argument_values(part.arguments)
+    text = " ".join(
+        p.content for m in call.input_messages for p in m.parts if isinstance(p, TextPart)
+    )
+    if values and all(v in text for v in values):
+        return f"A2A {call.operation} message holds every argument value", 0.6
+    return None
+
+
+def _same_arguments(a: Json, b: Json) -> bool:
+    return orjson.dumps(a or {}, option=orjson.OPT_SORT_KEYS) == orjson.dumps(
+        b or {}, option=orjson.OPT_SORT_KEYS
+    )
+
+
+def _argument_values(arguments: Json) -> list[str]:
+    """The scalar values of a tool call's arguments, as text (strings of 2+ characters)."""
+    out: list[str] = []
+    stack = [arguments]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+        elif isinstance(value, str) and len(value) >= 2:
+            out.append(value)
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            out.append(str(value))
+    return out
+
+
+# -- traces and spans -----------------------------------------------------------------------
+
+
+def _traces(
+    groups: _Groups,
+    calls: Sequence[Call],
+    http: Sequence[HttpRequest],
+    tools: Sequence[ToolUse],
+    parents: Mapping[str, TraceParent],
+    links: Mapping[str, HistoryLink],
+) -> list[Trace]:
+    members: dict[str, list[Call]] = {}
+    for call in calls:
+        members.setdefault(groups.find(call.id), []).append(call)
+    http_by_root: dict[str, list[HttpRequest]] = {}
+    for req in http:
+        root = groups.find(req.exchange_id)
+        if root in members:
+            http_by_root.setdefault(root, []).append(req)
+    tools_by_root: dict[str, list[ToolUse]] = {}
+    for tool in tools:
+        anchor = tool.requested_by or tool.execution
+        assert anchor is not None
+        tools_by_root.setdefault(groups.find(exec_id(anchor)), []).append(tool)
+    out: list[Trace] = []
+    for root, group in members.items():
+        evidence = groups.evidence.get(root, [])
+        out.append(
+            make_trace(
+                group,
+                http_by_root.get(root, []),
+                tools_by_root.get(root, []),
+                evidence,
+                parents,
+                links,
+            )
+        )
+    return out

@@ -1,0 +1,237 @@
+"""Calls -> traces: grouping evidence, span trees, tool spans and their executions, on real
+calls (corpus cassettes, the MCP captures) and on copies of them with one thing changed."""
+
+from __future__ import annotations
+
+import copy
+import functools
+from pathlib import Path
+
+from agentshark.apis.model import Call, ToolCallPart
+from agentshark.pipeline import Options, run
+from agentshark.trace.build import build_traces
+from agentshark.trace.collect import Analysis
+from agentshark.trace.history import link_history
+from agentshark.trace.model import Span, Trace
+from agentshark.trace.spans import HttpRequest
+from tests.helpers import CORPUS, ROOT, Collected
+
+DBOS = (
+    CORPUS
+    / "pydantic__pydantic-ai/tests/cassettes/test_dbos/test_complex_agent_run_in_workflow.yaml"
+)
+CAPTURES = ROOT / "tests/data/captures"
+TP = "00-4bf92f3577b34da6a3ce929d0e0e4736-{}-01"
+
+
+@functools.cache
+def _dbos() -> tuple[Call, ...]:
+    return tuple(Collected([str(DBOS)], Options(calls=True)).calls)
+
+
+def dbos() -> list[Call]:
+    return copy.deepcopy(list(_dbos()))
+
+
+def traces_of(calls: list[Call], http: tuple[HttpRequest, ...] = ()) -> list[Trace]:
+    return build_traces(calls, link_history(calls), http)
+
+
+def kinds(trace: Trace) -> list[tuple[str, str | None]]:
+    return [(s.kind, s.call_id or s.tool_call_id) for s in trace.spans]
+
+
+def test_history_run_is_one_trace_in_loop_order() -> None:
+    calls = dbos()
+    (trace,) = traces_of(calls)
+    assert trace.origin == "history" and trace.trace_id_source == "generated"
+    assert trace.calls == [c.id for c in calls]
+    agent = trace.spans[0]
+    assert agent.kind == "agent" and agent.synthesized and agent.parent_id is None
+    assert all(s.parent_id == agent.span_id for s in trace.spans[1:])
+    asked = [
+        [p.id for m in c.output_messages for p in m.parts if isinstance(p, ToolCallPart)]
+        for c in calls
+    ]
+    expected: list[tuple[str, str | None]] = [("agent", None)]
+    for call, ids in zip(calls, asked, strict=True):
+        expected.append(("model", call.id))
+        expected.extend(("tool", i) for i in ids)
+    assert kinds(trace) == expected
+    tools = [s for s in trace.spans if s.kind == "tool"]
+    assert [t.requested_by for t in tools] == [calls[0].id, calls[0].id, calls[1].id, calls[2].id]
+    assert [t.result_in for t in tools] == [calls[1].id, calls[1].id, calls[2].id, None]
+    assert all(t.inferred and t.execution is None for t in tools)
+    assert tools[2].attributes["arguments"] == {"city": "Mexico City"}
+    assert tools[2].attributes["result"] == "sunny"
+    assert tools[2].name == "execute_tool get_weather"
+    assert trace.spans[1].name == "chat gpt-4o-2024-08-06"
+    assert trace.spans[1].attributes["finish_reasons"] == ["tool_calls"]
+
+
+def another_run() -> list[Call]:
+    """The dbos run again as another agent run: other call ids and tool call ids."""
+    calls = dbos()
+    for call in calls:
+        call.id, call.exchange_id = "b" + call.id, "b" + call.exchange_id
+        for message in (*call.input_messages, *call.output_messages):
+            for part in message.parts:
+                if getattr(part, "id", None):
+                    part.id = "b" + part.id  # type: ignore[union-attr]
+    return calls
+
+
+def test_two_runs_are_two_traces() -> None:
+    traces = traces_of([*dbos(), *another_run()])
+    assert [len(t.calls) for t in traces] == [3, 3]
+    assert traces[1].calls == ["bcall1", "bcall2", "bcall3"]
+
+
+def test_lone_call_is_a_single_trace() -> None:
+    (trace,) = traces_of(dbos()[:1])
+    assert trace.origin == "single" and trace.evidence == []
+
+
+def test_traceparent_joins_and_names_the_trace() -> None:
+    calls = [*dbos(), *another_run()]
+    for n, call in enumerate(calls):
+        call.ids["traceparent"] = TP.format(f"{n + 1:016x}")
+    (trace,) = traces_of(calls)
+    assert trace.origin == "traceparent" and trace.trace_id == "4bf92f3577b34da6a3ce929d0e0e4736"
+    assert trace.trace_id_source == "traceparent"
+    models = [s for s in trace.spans if s.kind == "model"]
+    # one parent-id per request: each request's own client span
+    assert [s.span_id for s in models] == [f"{n + 1:016x}" for n in range(6)]
+    assert all(s.span_id_source.startswith("traceparent parent-id of") for s in models)
+
+
+def test_shared_parent_id_is_the_agent_span() -> None:
+    calls = dbos()
+    for call in calls:
+        call.ids["traceparent"] = TP.format("00f067aa0ba902b7")
+    (trace,) = traces_of(calls)
+    assert trace.spans[0].span_id == "00f067aa0ba902b7"
+    assert "shared by 3 requests" in trace.spans[0].span_id_source
+    assert len({s.span_id for s in trace.spans}) == len(trace.spans)
+
+
+def test_invalid_traceparent_joins_nothing() -> None:
+    calls = [*dbos(), *another_run()]
+    for call in calls:
+        call.ids["traceparent"] = "00-00000000000000000000000000000000-00f067aa0ba902b7-01"
+    traces = traces_of(calls)
+    assert len(traces) == 2 and all(t.trace_id_source == "generated" for t in traces)
+
+
+def test_application_session_id_joins() -> None:
+    calls = [*dbos(), *another_run()]
+    for call in calls:
+        call.ids["x-session-id"] = "s-42"
+        call.id_sources["x-session-id"] = "request header x-session-id"
+    (trace,) = traces_of(calls)
+    joins = [e for e in trace.evidence if e["origin"] == "app_id"]
+    assert joins and joins[0]["id"] == {"x-session-id": "s-42"}
+    assert joins[0]["where"] == "request header x-session-id"
+
+
+def test_user_id_alone_joins_nothing() -> None:
+    calls = [*dbos(), *another_run()]
+    for call in calls:
+        call.ids["user_id"] = "u-1"  # a user has many runs
+    assert len(traces_of(calls)) == 2
+
+
+def test_http_request_holding_the_arguments_is_the_execution() -> None:
+    calls = dbos()
+    t0 = 100.0
+    for n, call in enumerate(calls):
+        call.timing.started, call.timing.ended = t0 + 10 * n, t0 + 10 * n + 1
+    weather = HttpRequest(
+        exchange_id="e99",
+        method="GET",
+        url="http://127.0.0.1:9/weather?city=Mexico+City",
+        body=b"",
+        started=t0 + 12,
+        ended=t0 + 13,
+        status=200,
+    )
+    elsewhere = HttpRequest(
+        exchange_id="e98",
+        method="GET",
+        url="http://127.0.0.1:9/weather?city=Mexico+City",
+        body=b"",
+        started=t0 + 25,  # after the result was sent: not this tool's execution
+        ended=t0 + 26,
+        status=200,
+    )
+    (trace,) = traces_of(calls, (weather, elsewhere))
+    tool = next(s for s in trace.spans if s.name == "execute_tool get_weather")
+    assert tool.execution == "e99" and not tool.inferred
+    assert (tool.started, tool.ended) == (t0 + 12, t0 + 13)
+    assert tool.attributes["confidence"] == 0.6
+    assert "e99" in trace.calls and "e98" not in trace.calls
+
+
+def analysis(path: Path, keylog: Path | None = None) -> Analysis:
+    a = Analysis()
+    opts = Options(calls=True, keylogs=[str(keylog)] if keylog else [])
+    for _ in a.watch(run([str(path)], opts)):
+        pass
+    a.finish()
+    return a
+
+
+def test_mcp_session_across_connections_is_one_trace() -> None:
+    a = analysis(CAPTURES / "mcp_streamable_sessions/capture.pcap")
+    (trace,) = a.traces
+    assert trace.origin == "mcp_session" and len(trace.calls) == 17
+    tools = [s for s in trace.spans if s.kind == "tool"]
+    assert [s.name for s in tools] == [
+        "execute_tool echo",
+        "execute_tool count",
+        "execute_tool summarize",
+        "execute_tool reserve",
+        "execute_tool workspace",
+        "execute_tool no_such_tool",
+    ]
+    assert all(s.execution == s.call_id and s.tool_call_id is None for s in tools)
+    assert tools[0].attributes["arguments"] == {"text": "hello"}
+
+
+def test_model_tool_call_executed_over_mcp(tmp_path: Path) -> None:
+    """A model call asking for echo {"text": "hello"} just before the capture's MCP
+    tools/call: the MCP call is the execution (same name and arguments, in the window)."""
+    a = analysis(CAPTURES / "mcp_streamable_sessions/capture.pcap")
+    mcp = next(c for c in a.calls if c.operation == "tools/call")
+    model = dbos()[0]
+    assert mcp.timing.started is not None
+    model.timing.started, model.timing.ended = mcp.timing.started - 2, mcp.timing.started - 1
+    part = model.output_messages[0].parts[0]
+    assert isinstance(part, ToolCallPart)
+    part.name, part.arguments = "mcp_echo", {"text": "hello"}
+    calls = [model, *a.calls]
+    traces = traces_of(calls)
+    trace = next(t for t in traces if model.id in t.calls)
+    assert mcp.id in trace.calls
+    tool = next(s for s in trace.spans if s.tool_call_id == part.id)
+    assert tool.execution == mcp.id and tool.call_id == mcp.id
+    assert tool.attributes["confidence"] == 0.8  # "echo" is a suffix of "mcp_echo"
+    assert any(e["origin"] == "tool_call" for e in trace.evidence)
+
+
+def span_names(spans: list[Span]) -> list[str]:
+    return [s.name for s in spans]
+
+
+def test_json_report_has_traces_and_incidents(tmp_path: Path) -> None:
+    from agentshark.cli import main
+
+    out = tmp_path / "report.json"
+    assert main(["analyze", str(DBOS), "--format", "json", "-o", str(out), "--no-progress"]) == 0
+    import json
+
+    report = json.loads(out.read_text())
+    assert {"schema", "exchanges", "calls", "traces", "incidents", "sources"} <= set(report)
+    (trace,) = report["traces"]
+    tool = next(s for s in trace["spans"] if s["kind"] == "tool")
+    assert set(tool) >= {"tool_call_id", "requested_by", "result_in", "execution", "inferred"}
