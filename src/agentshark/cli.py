@@ -7,15 +7,18 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from agentshark import __version__
 from agentshark.apis.model import Call
 from agentshark.output.calls_text import CallsTextWriter
 from agentshark.output.jsonreport import JsonReportWriter
 from agentshark.output.report import RenderOptions
+from agentshark.output.show import render_call
 from agentshark.output.text import TextWriter
+from agentshark.output.trace_text import TraceTextWriter
 from agentshark.pipeline import Item, Options, SourceReport, run
+from agentshark.trace.collect import Analysis
 
 PROGRESS_MIN_BYTES = 32 << 20
 
@@ -93,6 +96,28 @@ def build_parser() -> argparse.ArgumentParser:
         "first part (openai, anthropic); repeatable",
     )
     calls.set_defaults(events=False)
+    analyze = sub.add_parser(
+        "analyze",
+        help="agent traces: model calls and tool calls linked into runs, with incidents",
+        description="Link the calls of captures, HAR files, cassettes and MCP stdio "
+        "transcripts into agent runs (W3C traceparent, previous_response_id, replayed "
+        "history, tool call ids, MCP sessions, application ids) and show each as a tree "
+        "with the protocol mistakes found. --format json writes the whole report.",
+    )
+    _add_input_options(analyze)
+    analyze.set_defaults(events=False, api=[])
+    show = sub.add_parser(
+        "show",
+        help="one call's messages and parts, numbered, and by category",
+        description="Show the input and output messages of one call (or of the call a span "
+        "stands for), every part with its message and part number, then the parts grouped "
+        "by category (system, user, reasoning, planned tool calls, tool results, answer).",
+    )
+    _add_input_options(show)
+    which = show.add_mutually_exclusive_group(required=True)
+    which.add_argument("--call", metavar="ID", help="a call id from `agentshark calls`")
+    which.add_argument("--span", metavar="ID", help="a span id from `agentshark analyze`")
+    show.set_defaults(events=False, api=[])
     return parser
 
 
@@ -132,7 +157,44 @@ class _Progress:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return _report(args, calls=args.command == "calls")
+    if args.command == "show":
+        return _show(args)
+    return _report(args, calls=args.command in ("calls", "analyze"))
+
+
+def _show(args: argparse.Namespace) -> int:
+    options = Options(max_body=args.max_body, keylogs=args.keylog, calls=True)
+    analysis = Analysis()
+    failed = sum(_report_failure(item) for item in analysis.watch(run(args.files, options)))
+    wanted = args.call
+    if args.span is not None:
+        analysis.finish()
+        spans = [s for t in analysis.traces for s in t.spans if s.span_id == args.span]
+        if not spans:
+            print(f"agentshark: no span {args.span} (see `agentshark analyze`)", file=sys.stderr)
+            return 2
+        wanted = spans[0].call_id
+        if wanted is None:
+            print(
+                f"agentshark: span {args.span} ({spans[0].name}) stands for no observed call "
+                "(an agent span, or a tool execution not seen on the wire)",
+                file=sys.stderr,
+            )
+            return 2
+    call = next((c for c in analysis.calls if c.id == wanted), None)
+    if call is None:
+        known = ", ".join(c.id for c in analysis.calls[:10]) or "none"
+        print(f"agentshark: no call {wanted} in the input (calls: {known}...)", file=sys.stderr)
+        return 2
+    out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115, PTH123
+    try:
+        render_call(call, out, redact=not args.no_redact)
+    except BrokenPipeError:
+        return 0
+    finally:
+        if args.output:
+            out.close()
+    return 1 if failed else 0
 
 
 def _report(args: argparse.Namespace, *, calls: bool) -> int:
@@ -145,20 +207,47 @@ def _report(args: argparse.Namespace, *, calls: bool) -> int:
     wanted = tuple(getattr(args, "api", ()))
     failed = 0
     out_file = Path(args.output).open("wb") if args.output else None  # noqa: SIM115
+    analysis = Analysis() if args.command == "analyze" else None
     try:
+        items = _selected(run(args.files, options), wanted)
+        if analysis is not None:
+            items = analysis.watch(items)
         if args.format == "json":
             binary = out_file if out_file is not None else sys.stdout.buffer
             jwriter = JsonReportWriter(binary, render, calls=calls)
-            for item in _selected(run(args.files, options), wanted):
+            for item in items:
                 jwriter.write(item)
                 failed += _report_failure(item)
-            jwriter.close()
+            sections: list[tuple[str, Sequence[Any]]] = []
+            if analysis is not None:
+                analysis.finish()
+                sections = [
+                    ("traces", [t.to_json() for t in analysis.traces]),
+                    ("incidents", [i.to_json() for i in analysis.incidents]),
+                ]
+            jwriter.close(sections)
+        elif analysis is not None:
+            sources: list[SourceReport] = []
+            for item in items:
+                failed += _report_failure(item)
+                if isinstance(item, SourceReport):
+                    sources.append(item)
+            analysis.finish()
+            text = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115, PTH123
+            TraceTextWriter(text, redact=render.redact).write(
+                analysis.traces,
+                analysis.incidents,
+                analysis.calls,
+                sources,
+                unclaimed=len(analysis.http),
+            )
+            text.flush()
         else:
             text = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115, PTH123
             twriter: TextWriter | CallsTextWriter = (
                 CallsTextWriter(text, render) if calls else TextWriter(text, render)
             )
-            for item in _selected(run(args.files, options), wanted):
+            for item in items:
                 twriter.write(item)
                 failed += _report_failure(item)
             text.flush()

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from typing import BinaryIO
+from collections.abc import Sequence
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -25,6 +26,7 @@ from agentshark.output.report import (
 )
 from agentshark.pipeline import ConnectionReport, Item, SourceReport
 
+Json = Any
 _DUMP_OPTS = orjson.OPT_NON_STR_KEYS
 _CALLS_BATCH = 1 << 20  # bytes of calls JSON gathered before one write to the spool
 
@@ -78,7 +80,9 @@ class JsonReportWriter:
         self._pending.clear()
         self._pending_bytes = 0
 
-    def close(self) -> None:
+    def close(self, sections: Sequence[tuple[str, Sequence[Json]]] = ()) -> None:
+        """End the report; ``sections`` (``traces``, ``incidents``...) are written after the
+        calls, each a list of JSON values."""
         out = self._out
         self._flush_calls()
         if self._calls is not None:
@@ -86,6 +90,9 @@ class JsonReportWriter:
             self._calls.seek(0)
             shutil.copyfileobj(self._calls, out)
             self._calls.close()
+        for name, values in sections:
+            out.write(b'],"' + name.encode() + b'":[')
+            out.write(b",".join(orjson.dumps(v, option=_DUMP_OPTS) for v in values))
         out.write(b'],"connections":[')
         self._spool.seek(0)
         shutil.copyfileobj(self._spool, out)

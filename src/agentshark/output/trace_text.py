@@ -1,0 +1,146 @@
+"""The ``analyze`` view: one tree per trace, its incidents under it, a summary line."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import TextIO
+
+import orjson
+
+from agentshark.apis.model import Call, Json
+from agentshark.output.redact import redact_text
+from agentshark.pipeline import SourceReport
+from agentshark.trace.model import Incident, Span, Trace
+
+PREVIEW = 70
+
+
+class TraceTextWriter:
+    def __init__(self, out: TextIO, *, redact: bool = True) -> None:
+        self._out = out
+        self._redact = redact
+
+    def write(
+        self,
+        traces: Sequence[Trace],
+        incidents: Sequence[Incident],
+        calls: Sequence[Call],
+        sources: Sequence[SourceReport],
+        *,
+        unclaimed: int,
+    ) -> None:
+        by_id = {c.id: c for c in calls}
+        by_trace: dict[str | None, list[Incident]] = {}
+        for incident in incidents:
+            by_trace.setdefault(incident.trace_id, []).append(incident)
+        w = self._out.write
+        for n, trace in enumerate(traces, 1):
+            w(self._header(n, trace, by_id))
+            self._tree(trace, by_id)
+            for incident in by_trace.get(trace.trace_id, []):
+                w(f"   {_mark(incident.severity)} {incident.rule}: {incident.message}\n")
+            w("\n")
+        for incident in by_trace.get(None, []):
+            w(f"{_mark(incident.severity)} {incident.rule}: {incident.message}\n")
+        for source in sources:
+            for d in source.diagnostics:
+                if d.severity == "error":
+                    w(f"! {source.path}: {d.code}: {d.message}\n")
+        w(_summary(traces, incidents, calls, unclaimed) + "\n")
+
+    def _header(self, n: int, trace: Trace, by_id: dict[str, Call]) -> str:
+        models = sum(1 for s in trace.spans if s.kind == "model")
+        tools = sum(1 for s in trace.spans if s.kind == "tool")
+        spanned = {s.call_id for s in trace.spans if s.call_id is not None}
+        other = sum(1 for c in trace.calls if c in by_id and c not in spanned)
+        more = f", {other} other calls" if other > 0 else ""
+        return (
+            f"trace {n}  {trace.trace_id}  ({trace.origin}, id {trace.trace_id_source})  "
+            f"{models} model calls, {tools} tool calls{more}\n"
+        )
+
+    def _tree(self, trace: Trace, by_id: dict[str, Call]) -> None:
+        spans = [s for s in trace.spans if s.kind != "agent"]
+        agent = next((s for s in trace.spans if s.kind == "agent"), None)
+        w = self._out.write
+        if agent is not None:
+            w(f"└─ invoke_agent  {_clock(agent.started)}  {_duration(agent)}\n")
+        for i, span in enumerate(spans):
+            branch = "└─" if i == len(spans) - 1 else "├─"
+            w(f"   {branch} {self._line(span, by_id)}\n")
+
+    def _line(self, span: Span, by_id: dict[str, Call]) -> str:
+        a = span.attributes
+        if span.kind == "model":
+            call = by_id.get(span.call_id or "")
+            bits = [span.name, span.call_id or ""]
+            if "input_tokens" in a or "output_tokens" in a:
+                bits.append(f"tokens {_n(a.get('input_tokens'))}/{_n(a.get('output_tokens'))}")
+            finish = ",".join(a.get("finish_reasons") or []) or "-"
+            bits.append(f"finish {finish}")
+            if "time_to_first_token" in a:
+                bits.append(f"ttft {a['time_to_first_token']:.3f}s")
+            if "duration" in a:
+                bits.append(f"{a['duration']:.3f}s")
+            if call is not None and not call.complete:
+                bits.append("INCOMPLETE")
+            if "error" in a:
+                error = a["error"]
+                bits.append(f"ERROR {error.get('status') or ''} {error.get('message') or ''}")
+            return "  ".join(b for b in bits if b)
+        bits = [span.name, self._preview(a.get("arguments"))]
+        if "result" in a:
+            bits.append("→ " + self._preview(a["result"]))
+        if span.execution is not None:
+            bits.append(f"[ran as {span.execution}]")
+        elif span.inferred:
+            bits.append("[execution not seen]")
+        if span.tool_call_id is not None:
+            bits.append(f"id {span.tool_call_id}")
+        return "  ".join(b for b in bits if b)
+
+    def _preview(self, value: Json) -> str:
+        if value is None:
+            return ""
+        text = value if isinstance(value, str) else orjson.dumps(value).decode()
+        if self._redact:
+            text = redact_text(text)
+        text = " ".join(text.split())
+        return text if len(text) <= PREVIEW else text[: PREVIEW - 1] + "…"
+
+
+def _summary(
+    traces: Sequence[Trace], incidents: Sequence[Incident], calls: Sequence[Call], unclaimed: int
+) -> str:
+    models = sum(1 for t in traces for s in t.spans if s.kind == "model")
+    tools = sum(1 for t in traces for s in t.spans if s.kind == "tool")
+    tokens_in = sum(c.usage.input_tokens or 0 for c in calls if c.usage is not None)
+    tokens_out = sum(c.usage.output_tokens or 0 for c in calls if c.usage is not None)
+    worst = {s: sum(1 for i in incidents if i.severity == s) for s in ("error", "warning")}
+    return (
+        f"{len(traces)} traces, {len(calls)} calls ({models} model, {tools} tool spans), "
+        f"tokens {tokens_in} in / {tokens_out} out, {len(incidents)} incidents "
+        f"({worst['error']} errors, {worst['warning']} warnings), "
+        f"{unclaimed} HTTP exchanges not understood"
+    )
+
+
+def _mark(severity: str) -> str:
+    return {"error": "✗", "warning": "!"}.get(severity, "·")
+
+
+def _clock(ts: float | None) -> str:
+    if ts is None or ts <= 0:
+        return "-"
+    return time.strftime("%H:%M:%S", time.gmtime(ts)) + f".{int(ts % 1 * 1000):03d}"
+
+
+def _duration(span: Span) -> str:
+    if span.started is None or span.ended is None:
+        return ""
+    return f"{span.ended - span.started:.3f}s"
+
+
+def _n(value: Json) -> str:
+    return "-" if value is None else str(value)
