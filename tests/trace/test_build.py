@@ -235,3 +235,37 @@ def test_json_report_has_traces_and_incidents(tmp_path: Path) -> None:
     (trace,) = report["traces"]
     tool = next(s for s in trace["spans"] if s["kind"] == "tool")
     assert set(tool) >= {"tool_call_id", "requested_by", "result_in", "execution", "inferred"}
+
+
+def test_generated_ids_differ_between_inputs() -> None:
+    """call1 of one capture and call1 of another do not share derived ids."""
+    runs = [
+        analysis(ROOT / "examples/agent_chat.pcap"),
+        analysis(DBOS),
+        analysis(CAPTURES / "mcp_legacy_sse/capture.pcap"),
+    ]
+    firsts = [a.traces[0] for a in runs]
+    assert len({t.trace_id for t in firsts}) == 3
+    assert len({t.spans[0].span_id for t in firsts}) == 3
+
+
+def test_slim_calls_keep_what_traces_need() -> None:
+    """Analysis keeps slim copies: long strings cut with their digest, tool definitions by
+    name; the traces are the ones the whole calls give."""
+    from agentshark.trace.collect import KEPT_CHARS, slim
+
+    whole = dbos()
+    a = analysis(DBOS)
+    assert [t.to_json() for t in a.traces] == [t.to_json() for t in traces_of(whole)]
+    slimmed = slim(whole[2])
+    assert [d["function"]["name"] for d in slimmed.tool_definitions] == [
+        d["function"]["name"] for d in whole[2].tool_definitions
+    ]
+    assert "parameters" not in slimmed.tool_definitions[0]["function"]
+    long = "x" * (KEPT_CHARS * 4)
+    call = dbos()[0]
+    call.extras["big"] = {"text": long}
+    small = slim(call).extras["big"]["text"]
+    assert len(small) < KEPT_CHARS and small.startswith("x" * 16)
+    assert f"{len(long)} chars" in small
+    assert slim(call).extras["big"] == slim(copy.deepcopy(call)).extras["big"]

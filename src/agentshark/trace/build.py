@@ -84,11 +84,12 @@ def build_traces(
     by_id = {c.id: c for _, c in ordered}
     groups = _Groups([*by_id, *(h.exchange_id for h in http)])
     parents: dict[str, TraceParent] = {}
-    for call in by_id.values():
-        value = call.ids.get("traceparent")
+    headers = [(c.id, c.ids.get("traceparent")) for c in by_id.values()]
+    headers.extend((h.exchange_id, h.traceparent) for h in http)
+    for member, value in headers:
         parsed = parse_traceparent(value) if value else None
         if isinstance(parsed, TraceParent):
-            parents[call.id] = parsed
+            parents[member] = parsed
     _join_traceparent(groups, parents)
     for cid, link in links.items():
         if cid in by_id and link.previous in by_id:

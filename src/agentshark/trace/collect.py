@@ -2,18 +2,35 @@
 until the input ends; then traces and incidents.
 
 Traces need the whole input (a run's calls can be anywhere in it), so unlike the stages
-before, this one keeps what it needs: the calls, and the first :data:`BODY_KEPT` bytes of
-each unclaimed request body (to match tool executions against the arguments a model asked
-for). Exchanges themselves are not kept.
+before, this one keeps what it needs: a slim copy of each call (:func:`slim`: every string
+longer than :data:`KEPT_CHARS` becomes its first characters, its length and a digest, so
+equal strings stay equal; tool definitions keep their names), and the first
+:data:`BODY_KEPT` bytes of each unclaimed request body (to match tool executions against the
+arguments a model asked for). Exchanges themselves are not kept. The whole calls are in the
+report's ``calls``; trace attributes (tool arguments, results) hold the slim values.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from agentshark.apis.model import Call
-from agentshark.model import Exchange
+import orjson
+
+from agentshark.apis.model import (
+    BlobPart,
+    Call,
+    GenericPart,
+    Json,
+    Message,
+    Part,
+    ReasoningPart,
+    TextPart,
+    ToolCallPart,
+    ToolCallResponsePart,
+)
+from agentshark.model import Exchange, header
 from agentshark.pipeline import Item
 from agentshark.trace.build import build_traces
 from agentshark.trace.history import HistoryLink, link_history
@@ -22,6 +39,88 @@ from agentshark.trace.model import Incident, Trace
 from agentshark.trace.spans import HttpRequest
 
 BODY_KEPT = 4096
+KEPT_CHARS = 256
+
+
+def slim(call: Call, shared: dict[bytes, Message] | None = None) -> Call:
+    """A copy of ``call`` small enough to keep for every call of a large capture. With
+    ``shared``, equal messages are one object: a replayed history is kept once."""
+
+    def message(m: Message) -> Message:
+        small = _message(m)
+        if shared is None:
+            return small
+        data = orjson.dumps(small.to_json(output=True), option=orjson.OPT_SORT_KEYS)
+        return shared.setdefault(hashlib.blake2b(data, digest_size=16).digest(), small)
+
+    return replace(
+        call,
+        system_instructions=[_part(p) for p in call.system_instructions],
+        input_messages=[message(m) for m in call.input_messages],
+        output_messages=[message(m) for m in call.output_messages],
+        usage=replace(call.usage, raw=None) if call.usage is not None else None,
+        tool_definitions=[_definition(t) for t in call.tool_definitions],
+        request_params=_value(call.request_params),
+        extras=_value(call.extras),
+        diagnostics=list(call.diagnostics),
+    )
+
+
+def _definition(tool: Json) -> Json:
+    """A tool definition without its schema: type and name (Chat nests it in function)."""
+    if not isinstance(tool, dict):
+        return _value(tool)
+    out = {k: tool[k] for k in ("type", "name") if k in tool}
+    function = tool.get("function")
+    if isinstance(function, dict) and "name" in function:
+        out["function"] = {"name": function["name"]}
+    return out
+
+
+def _message(m: Message) -> Message:
+    return replace(m, parts=[_part(p) for p in m.parts])
+
+
+def _part(part: Part) -> Part:
+    if isinstance(part, TextPart | ReasoningPart):
+        return replace(
+            part,
+            content=_text(part.content.strip()),
+            provider_details=_value(part.provider_details),
+        )
+    if isinstance(part, GenericPart):
+        return replace(part, fields=_value(part.fields))
+    if isinstance(part, ToolCallPart):
+        return replace(
+            part,
+            arguments=_value(part.arguments),
+            arguments_raw=_value(part.arguments_raw),
+            provider_details=_value(part.provider_details),
+        )
+    if isinstance(part, ToolCallResponsePart):
+        return replace(
+            part, response=_value(part.response), provider_details=_value(part.provider_details)
+        )
+    if isinstance(part, BlobPart):
+        return replace(part, content=_text(part.content))
+    return replace(part, provider_details=_value(part.provider_details))
+
+
+def _value(value: Json) -> Json:
+    if isinstance(value, str):
+        return _text(value)
+    if isinstance(value, dict):
+        return {k: _value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_value(v) for v in value]
+    return value
+
+
+def _text(text: str) -> str:
+    if len(text) <= KEPT_CHARS:
+        return text
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return f"{text[: KEPT_CHARS // 2]}…[{len(text)} chars, sha256 {digest}]"
 
 
 @dataclass(slots=True)
@@ -32,6 +131,7 @@ class Analysis:
     traces: list[Trace] = field(default_factory=list)
     incidents: list[Incident] = field(default_factory=list)
     links: dict[str, HistoryLink] = field(default_factory=dict)
+    _shared: dict[bytes, Message] = field(default_factory=dict)  # slim messages, by content
 
     def watch(self, items: Iterator[Item]) -> Iterator[Item]:
         """Pass ``items`` through, keeping what the traces need."""
@@ -43,9 +143,11 @@ class Analysis:
                     self.http.append(pending)
                 pending = _request(item)
             elif isinstance(item, Call):
-                self.calls.append(item)
                 if pending is not None and pending.exchange_id == item.exchange_id:
                     pending = None
+                yield item  # written whole before it is slimmed
+                self.calls.append(slim(item, self._shared))
+                continue
             yield item
         if pending is not None:
             self.http.append(pending)
@@ -77,4 +179,5 @@ def _request(x: Exchange) -> HttpRequest | None:
         started=req.started,
         ended=resp.ended if resp is not None else req.ended,
         status=resp.status if resp is not None else None,
+        traceparent=header(req.headers, "traceparent"),
     )

@@ -38,6 +38,7 @@ class HttpRequest:
     started: float | None
     ended: float | None
     status: int | None
+    traceparent: str | None = None  # the request's header, as sent
 
 
 @dataclass(slots=True)
@@ -68,15 +69,16 @@ def make_trace(
 ) -> Trace:
     origins = {e["origin"] for e in evidence}
     origin = next((o for o in ORIGINS if o in origins), "single")
-    ids = Counter(parents[c.id].trace_id for c in group if c.id in parents)
-    first = group[0].id
+    members = [c.id for c in group] + [h.exchange_id for h in http]
+    ids = Counter(parents[m].trace_id for m in members if m in parents)
+    seed = run_seed(group[0])
     if ids:
         trace_id, source = ids.most_common(1)[0][0], "traceparent"
     else:
-        trace_id, source = hex_id("trace " + first, 32), "generated"
-    used_parents = Counter(parents[c.id].parent_id for c in group if c.id in parents)
+        trace_id, source = hex_id("trace " + seed, 32), "generated"
+    used_parents = Counter(parents[m].parent_id for m in members if m in parents)
     shared = [p for p, n in used_parents.items() if n > 1]
-    agent_id, agent_source = hex_id("agent " + first, 16), "generated"
+    agent_id, agent_source = hex_id("agent " + seed, 16), "generated"
     if shared:
         agent_id = shared[0]
         agent_source = f"traceparent parent-id shared by {used_parents[shared[0]]} requests"
@@ -96,7 +98,7 @@ def make_trace(
     for call in group:
         if not is_model_call(call):
             continue
-        span = _model_span(call, agent.span_id, parents, used_parents)
+        span = _model_span(call, agent.span_id, parents, used_parents, seed)
         link = links.get(call.id)
         if link is not None:
             span.links.append({"call_id": link.previous, "origin": link.origin})
@@ -104,7 +106,7 @@ def make_trace(
             span.attributes["agent_time"] = call.timing.started - previous_end
         previous_end = call.timing.ended
         spans.append(span)
-    spans.extend(_tool_span(t, agent.span_id) for t in tools)
+    spans.extend(_tool_span(t, agent.span_id, parents, used_parents, seed) for t in tools)
     # In call order (time order when times are known): a model span, then its tool spans.
     place = {c.id: n for n, c in enumerate(group)}
 
@@ -127,13 +129,14 @@ def make_trace(
 
 
 def _model_span(
-    call: Call, agent_id: str, parents: Mapping[str, TraceParent], used: Counter[str]
+    call: Call,
+    agent_id: str,
+    parents: Mapping[str, TraceParent],
+    used: Counter[str],
+    seed: str,
 ) -> Span:
     model = call.response_model or call.request_model
-    span_id, source = hex_id("span " + call.id, 16), "generated"
-    tp = parents.get(call.id)
-    if tp is not None and used[tp.parent_id] == 1:
-        span_id, source = tp.parent_id, f"traceparent parent-id of {call.id}"
+    span_id, source = _own_span_id(call.id, parents, used, f"span {seed} {call.id}")
     t = call.timing
     attributes: dict[str, Json] = {
         "api": call.api,
@@ -171,7 +174,30 @@ def _model_span(
     )
 
 
-def _tool_span(tool: ToolUse, agent_id: str) -> Span:
+def _own_span_id(
+    member: str, parents: Mapping[str, TraceParent], used: Counter[str], seed: str
+) -> tuple[str, str]:
+    """The span id of a request's own span: the parent-id of its ``traceparent`` when no
+    other request sent the same (then it is this request's client span), else derived."""
+    tp = parents.get(member)
+    if tp is not None and used[tp.parent_id] == 1:
+        return tp.parent_id, f"traceparent parent-id of {member}"
+    return hex_id(seed, 16), "generated"
+
+
+def run_seed(call: Call) -> str:
+    """What derived ids of a run start from: the first call, with what tells one capture's
+    call1 from another's (its time, response id, model), so reports can be merged."""
+    return f"{call.id} {call.timing.started} {call.response_id} {call.request_model}"
+
+
+def _tool_span(
+    tool: ToolUse,
+    agent_id: str,
+    parents: Mapping[str, TraceParent],
+    used: Counter[str],
+    seed: str,
+) -> Span:
     ex = tool.execution
     name = tool.part.name if tool.part is not None else _executed_name(ex)
     started = ended = None
@@ -202,8 +228,12 @@ def _tool_span(tool: ToolUse, agent_id: str) -> Span:
         attributes["execution_evidence"] = tool.evidence
     if tool.confidence is not None:
         attributes["confidence"] = tool.confidence
+    span_id, source = hex_id(f"tool {seed} {_anchor(tool)} {key}", 16), "generated"
+    if ex is not None:
+        span_id, source = _own_span_id(exec_id(ex), parents, used, f"tool {seed} {key}")
     return Span(
-        span_id=hex_id(f"tool {_anchor(tool)} {key}", 16),
+        span_id=span_id,
+        span_id_source=source,
         parent_id=agent_id,
         kind="tool",
         name=f"execute_tool {name}",
