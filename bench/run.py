@@ -56,7 +56,7 @@ OUT_DIR = BENCH_DIR / "out"
 DEFAULT_CAPTURE = OUT_DIR / "bench_h1.pcap"
 GNU_TIME = Path("/usr/bin/time")
 TSHARK_TOOLS = ("tshark_read", "tshark_filter", "tshark_fields", "tshark_json")
-ALL_TOOLS = ("agentshark", "agentshark_calls", "bare_loop", *TSHARK_TOOLS)
+ALL_TOOLS = ("agentshark", "agentshark_calls", "agentshark_analyze", "bare_loop", *TSHARK_TOOLS)
 
 
 @dataclass
@@ -222,6 +222,14 @@ def commands(
         Command(
             "agentshark_calls",
             [agentshark, "calls", str(capture), *keylog_opt, "--format", "json"],
+        )
+        if agentshark
+        else "agentshark not found (.venv/bin or PATH)"
+    )
+    out["agentshark_analyze"] = (
+        Command(
+            "agentshark_analyze",
+            [agentshark, "analyze", str(capture), *keylog_opt, "--format", "json"],
         )
         if agentshark
         else "agentshark not found (.venv/bin or PATH)"
