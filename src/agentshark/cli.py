@@ -239,7 +239,7 @@ def _report(args: argparse.Namespace, *, calls: bool) -> int:
                 analysis.incidents,
                 analysis.calls,
                 sources,
-                unclaimed=len(analysis.http),
+                unclaimed=analysis.not_understood(),
             )
             text.flush()
         else:

@@ -13,7 +13,8 @@ from pathlib import Path
 
 GOLDEN = Path(__file__).resolve().parent
 
-# name -> (inputs, extra CLI arguments; a first argument "calls" runs the calls command)
+# name -> (inputs, extra CLI arguments; a first argument "calls" or "analyze" runs that
+# command)
 CASES: dict[str, tuple[list[str], list[str]]] = {
     "http1_cleartext": (["../shared/captures/http1_cleartext/capture.pcap"], ["--events"]),
     "mcp_http_plain": (["../shared/captures/mcp_http_plain/capture.pcap"], ["--events"]),
@@ -39,6 +40,15 @@ CASES: dict[str, tuple[list[str], list[str]]] = {
             "test_openai_responses_model_mcp_server_tool_stream.yaml",
         ],
         ["calls", "--keylog", "tests/data/captures/h2_rst_stream/keys.log"],
+    ),
+    "analyze_example_agent_chat": (["examples/agent_chat.pcap"], ["analyze"]),
+    "analyze_seed004_shenzhen": (["tests/data/runs/seed004_shenzhen/capture.pcap"], ["analyze"]),
+    "analyze_mcp_legacy_sse_and_stdio": (
+        [
+            "tests/data/captures/mcp_legacy_sse/capture.pcap",
+            "../shared/captures/mcp_stdio_time/transcript.jsonl",
+        ],
+        ["analyze"],
     ),
     "har_and_cassette": (
         [

@@ -15,10 +15,10 @@ from tests.helpers import ROOT
 
 def render(inputs: list[str], args: list[str]) -> bytes:
     """The JSON report for ``inputs``, pretty-printed so diffs read well. ``args`` starting
-    with "calls" run the calls command instead of exchanges."""
+    with "calls" or "analyze" run that command instead of exchanges."""
     command = "exchanges"
-    if args[:1] == ["calls"]:
-        command, args = "calls", args[1:]
+    if args[:1] in (["calls"], ["analyze"]):
+        command, args = args[0], args[1:]
     cwd = os.getcwd()
     os.chdir(ROOT)
     try:

@@ -269,3 +269,57 @@ def test_slim_calls_keep_what_traces_need() -> None:
     assert len(small) < KEPT_CHARS and small.startswith("x" * 16)
     assert f"{len(long)} chars" in small
     assert slim(call).extras["big"] == slim(copy.deepcopy(call)).extras["big"]
+
+
+def weather_request(exchange_id: str, url: str, body: bytes = b"") -> HttpRequest:
+    return HttpRequest(
+        exchange_id=exchange_id,
+        method="POST" if body else "GET",
+        url=url,
+        body=body,
+        started=None,
+        ended=None,
+        status=200,
+    )
+
+
+def test_http_on_the_model_host_or_naming_the_call_id_is_no_execution() -> None:
+    calls = dbos()
+    telemetry = weather_request(
+        "e97",
+        "https://api.openai.com/v1/traces/ingest",
+        b'{"span": {"tool_call_id": "call_Vz0Sie91Ap56nH0ThKGrZXT7", "city": "Mexico City"}}',
+    )
+    (trace,) = build_traces(calls, link_history(calls), (telemetry,))
+    tool = next(s for s in trace.spans if s.name == "execute_tool get_weather")
+    assert tool.inferred and tool.execution is None  # it names the model's call id
+    other_tool_api = weather_request("e96", "https://api.openai.com/weather?city=Mexico+City")
+    (trace,) = build_traces(calls, link_history(calls), (other_tool_api,), {"api.openai.com"})
+    tool = next(s for s in trace.spans if s.name == "execute_tool get_weather")
+    assert tool.inferred  # the model API's own host
+    (trace,) = build_traces(calls, link_history(calls), (other_tool_api,))
+    tool = next(s for s in trace.spans if s.name == "execute_tool get_weather")
+    assert tool.execution == "e96"
+
+
+def test_mcp_session_whose_tools_were_offered_joins_the_run() -> None:
+    """pydantic-ai lists an MCP server's tools in one session and calls them in another:
+    the listing session joins the run because every tool it listed is offered to the model."""
+    a = analysis(
+        CORPUS / "pydantic__pydantic-ai/tests/cassettes/test_dbos/test_fastmcp_toolset.yaml"
+    )
+    (trace,) = a.traces
+    joins = [e for e in trace.evidence if e["origin"] == "tool_definitions"]
+    assert joins and "tools/list" in joins[0]["detail"]
+    listing = {c.id for c in a.calls if c.operation == "tools/list"}
+    assert listing <= set(trace.calls)
+
+
+def test_connection_hint_never_joins() -> None:
+    a = analysis(ROOT / "examples/agent_chat.pcap")
+    assert len(a.traces) == 5
+    hinted = [t for t in a.traces if t.hints]
+    assert hinted
+    hint = hinted[0].hints[0]
+    assert hint["origin"] == "connection" and 0 <= hint["gap"] <= 5.0
+    assert hint["trace_id"] in {t.trace_id for t in a.traces} - {hinted[0].trace_id}

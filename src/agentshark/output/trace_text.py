@@ -38,6 +38,12 @@ class TraceTextWriter:
         for n, trace in enumerate(traces, 1):
             w(self._header(n, trace, by_id))
             self._tree(trace, by_id)
+            for hint in trace.hints:
+                w(
+                    f"   hint: same connection {hint['connection']} as trace "
+                    f"{hint['trace_id'][:12]}… ({hint['calls'][0]} → {hint['calls'][1]}, "
+                    f"{hint['gap']:.3f}s apart)\n"
+                )
             for incident in by_trace.get(trace.trace_id, []):
                 w(f"   {_mark(incident.severity)} {incident.rule}: {incident.message}\n")
             w("\n")

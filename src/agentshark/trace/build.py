@@ -27,8 +27,9 @@ that no model tool call asked for is a tool span of its own (``tool_call_id`` No
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from urllib.parse import unquote_plus
+import itertools
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from urllib.parse import unquote_plus, urlsplit
 
 import orjson
 
@@ -75,6 +76,7 @@ def build_traces(
     calls: Sequence[Call],
     links: Mapping[str, HistoryLink],
     http: Sequence[HttpRequest] = (),
+    model_hosts: Collection[str] = (),
 ) -> list[Trace]:
     """The traces of ``calls`` (and of the unclaimed HTTP requests that executed tools)."""
     ordered = sorted(
@@ -99,8 +101,9 @@ def build_traces(
                 {"origin": link.origin, "calls": [link.previous, cid], "detail": link.evidence},
             )
     model_calls = [c for _, c in ordered if is_model_call(c)]
-    tools = _tool_spans(model_calls, [c for _, c in ordered], http, groups)
+    tools = _tool_spans(model_calls, [c for _, c in ordered], http, groups, model_hosts)
     _join_ids(groups, by_id.values())
+    _join_listed_tools(groups, model_calls, [c for _, c in ordered if c.api == "mcp"])
     return _traces(groups, [c for _, c in ordered], http, tools, parents, links)
 
 
@@ -149,6 +152,53 @@ def _join_ids(groups: _Groups, calls: Iterable[Call]) -> None:
             )
 
 
+def _join_listed_tools(
+    groups: _Groups, model_calls: Sequence[Call], mcp_calls: Sequence[Call]
+) -> None:
+    """An MCP session whose ``tools/list`` tools were all offered to a model call, in the
+    same order, is the agent's own session (it listed the tools to offer them)."""
+    offered = [(c, _defined_names(c)) for c in model_calls]
+    for call in mcp_calls:
+        if call.operation != "tools/list" or not call.tool_definitions:
+            continue
+        listed = [t.get("name") for t in call.tool_definitions if isinstance(t, dict)]
+        names_listed = [n for n in listed if isinstance(n, str)]
+        if not names_listed or len(names_listed) != len(listed):
+            continue
+        for model, names in offered:
+            if _in_order(names_listed, names):
+                groups.join(
+                    model.id,
+                    call.id,
+                    {
+                        "origin": "tool_definitions",
+                        "calls": [model.id, call.id],
+                        "detail": f"the {len(names_listed)} tools of {call.id}'s tools/list are "
+                        f"offered to the model in {model.id}",
+                    },
+                )
+                break
+
+
+def _defined_names(call: Call) -> list[str]:
+    """The tool names a model call offers (Chat nests them in ``function``)."""
+    out: list[str] = []
+    for tool in call.tool_definitions:
+        if not isinstance(tool, dict):
+            continue
+        function = tool.get("function")
+        name = function.get("name") if isinstance(function, dict) else tool.get("name")
+        if isinstance(name, str):
+            out.append(name)
+    return out
+
+
+def _in_order(listed: Sequence[str], names: Sequence[str]) -> bool:
+    """Every listed name among ``names``, in the same order (a prefix may be added to all)."""
+    it = iter(names)
+    return all(any(n == name or n.endswith("_" + name) for n in it) for name in listed)
+
+
 # -- tool spans -----------------------------------------------------------------------------
 
 
@@ -157,6 +207,7 @@ def _tool_spans(
     calls: Sequence[Call],
     http: Sequence[HttpRequest],
     groups: _Groups,
+    model_hosts: Collection[str],
 ) -> list[ToolUse]:
     results: dict[str, list[tuple[Call, Json]]] = {}
     for call in model_calls:
@@ -174,7 +225,7 @@ def _tool_spans(
             tool = ToolUse(part, call, result_in, result, None, None, None)
             start = call.timing.ended or call.timing.started
             end = result_in.timing.started if result_in is not None else None
-            found = _execution(part, start, end, executors, http, used)
+            found = _execution(part, start, end, executors, http, used, model_hosts)
             if found is not None:
                 tool.execution, tool.evidence, tool.confidence = found
                 key = exec_id(found[0])
@@ -236,6 +287,7 @@ def _execution(
     executors: Sequence[Call],
     http: Sequence[HttpRequest],
     used: set[str],
+    model_hosts: Collection[str],
 ) -> tuple[Call | HttpRequest, str, float] | None:
     def in_window(t: float | None) -> bool:
         if t is None or start is None:
@@ -255,7 +307,11 @@ def _execution(
     for req in http:
         if req.exchange_id in used or not in_window(req.started):
             continue
+        if urlsplit(req.url).netloc in model_hosts:
+            continue  # the model API's host (telemetry, files...), not the tool's
         text = unquote_plus(req.url) + "\n" + req.body.decode("utf-8", "replace")
+        if part.id and part.id in text:
+            continue  # a request naming the model's call id reports on it (a trace export)
         if all(v in text for v in values):
             return req, f"{req.method} {req.url} holds every argument value", 0.6
     return None
@@ -341,3 +397,40 @@ def _traces(
             )
         )
     return out
+
+
+HINT_GAP = 5.0  # seconds between two traces' calls on one connection for a hint
+
+
+def connection_hints(
+    traces: Sequence[Trace], calls: Sequence[Call], connection_of: Mapping[str, str]
+) -> None:
+    """Hint (never join) that two traces may be one run: consecutive calls of theirs on the
+    same client connection, the second starting at most :data:`HINT_GAP` seconds after the
+    first ended."""
+    by_id = {c.id: c for c in calls}
+    on: dict[str, list[tuple[float, float, Trace, str]]] = {}
+    for trace in traces:
+        for cid in trace.calls:
+            call = by_id.get(cid)
+            conn = connection_of.get(call.exchange_id) if call is not None else None
+            if call is None or conn is None or call.timing.started is None:
+                continue
+            end = call.timing.ended or call.timing.started
+            on.setdefault(conn, []).append((call.timing.started, end, trace, cid))
+    for conn, uses in on.items():
+        uses.sort(key=lambda u: u[0])
+        for (_, end, first, a), (start, _, second, b) in itertools.pairwise(uses):
+            gap = start - end
+            if first is second or not 0 <= gap <= HINT_GAP:
+                continue
+            for this, other in ((first, second), (second, first)):
+                this.hints.append(
+                    {
+                        "origin": "connection",
+                        "trace_id": other.trace_id,
+                        "connection": conn,
+                        "calls": [a, b],
+                        "gap": gap,
+                    }
+                )

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
+from urllib.parse import urlsplit
 
 import orjson
 
@@ -32,8 +33,8 @@ from agentshark.apis.model import (
 )
 from agentshark.model import Exchange, header
 from agentshark.pipeline import Item
-from agentshark.trace.build import build_traces
-from agentshark.trace.history import HistoryLink, link_history
+from agentshark.trace.build import build_traces, connection_hints
+from agentshark.trace.history import HistoryLink, is_model_call, link_history
 from agentshark.trace.incidents import find_incidents
 from agentshark.trace.model import Incident, Trace
 from agentshark.trace.spans import HttpRequest
@@ -128,23 +129,32 @@ class Analysis:
     calls: list[Call] = field(default_factory=list)
     http: list[HttpRequest] = field(default_factory=list)  # exchanges no family claimed
     exchanges: int = 0
+    model_hosts: set[str] = field(default_factory=set)  # host:port of the model APIs seen
     traces: list[Trace] = field(default_factory=list)
     incidents: list[Incident] = field(default_factory=list)
     links: dict[str, HistoryLink] = field(default_factory=dict)
     _shared: dict[bytes, Message] = field(default_factory=dict)  # slim messages, by content
+    _connection: dict[str, str] = field(default_factory=dict)  # exchange id -> connection
 
     def watch(self, items: Iterator[Item]) -> Iterator[Item]:
         """Pass ``items`` through, keeping what the traces need."""
         pending: HttpRequest | None = None
+        last_url = ("", "")  # (exchange id, URL) of the last exchange
         for item in items:
             if type(item) is Exchange:
                 self.exchanges += 1
+                if item.request is not None:
+                    last_url = (item.id, item.request.url)
+                if item.connection is not None:
+                    self._connection[item.id] = item.connection
                 if pending is not None:
                     self.http.append(pending)
                 pending = _request(item)
             elif isinstance(item, Call):
                 if pending is not None and pending.exchange_id == item.exchange_id:
                     pending = None
+                if last_url[0] == item.exchange_id and is_model_call(item):
+                    self.model_hosts.add(urlsplit(last_url[1]).netloc)
                 yield item  # written whole before it is slimmed
                 self.calls.append(slim(item, self._shared))
                 continue
@@ -152,12 +162,18 @@ class Analysis:
         if pending is not None:
             self.http.append(pending)
 
+    def not_understood(self) -> int:
+        """HTTP exchanges no family claimed and no trace took as a tool execution."""
+        used = {cid for t in self.traces for cid in t.calls}
+        return sum(1 for h in self.http if h.exchange_id not in used)
+
     def finish(self) -> None:
         """Traces and incidents, once the input has ended."""
         claimed = {c.exchange_id for c in self.calls}  # MCP calls can come late
         self.http = [h for h in self.http if h.exchange_id not in claimed]
         self.links = link_history(self.calls)
-        self.traces = build_traces(self.calls, self.links, self.http)
+        self.traces = build_traces(self.calls, self.links, self.http, self.model_hosts)
+        connection_hints(self.traces, self.calls, self._connection)
         self.incidents = find_incidents(self.calls, self.traces, self.links)
 
 

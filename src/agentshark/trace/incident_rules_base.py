@@ -177,8 +177,15 @@ def as_text(value: Json) -> str:
 
 def arguments_key(part: ToolCallPart) -> bytes:
     """Tool call arguments compared as the parsed value, or the raw string when it did
-    not parse."""
-    value: Json = ["raw", part.arguments_raw] if part.arguments_error else ["value", part.arguments]
+    not parse. No arguments at all (None, or an empty raw string) equals ``{}``: clients
+    write "no arguments" as an empty object when they replay it."""
+    empty = part.arguments is None and not (part.arguments_raw or "").strip()
+    if empty:
+        value: Json = ["value", {}]
+    elif part.arguments_error:
+        value = ["raw", part.arguments_raw]
+    else:
+        value = ["value", part.arguments]
     try:
         return orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
     except TypeError:

@@ -4,7 +4,9 @@ A :class:`Trace` is one agent run: a synthesized agent span (``synthesized`` Tru
 the wire is that span) holding model spans (one per model call) and tool spans (one per tool
 call the model asked for). ``origin`` says what joined the calls, strongest evidence first
 (``traceparent``, ``previous_response_id``, ``conversation``, ``history``, ``app_id``,
-``single``); ``evidence`` lists every join with what supports it. A tool span stands for the
+``single``); ``evidence`` lists every join with what supports it; ``hints`` names other
+traces that only share a client connection with it, close in time (the weakest hint, never
+a join). A tool span stands for the
 tool call and its execution: ``tool_call_id``, ``requested_by`` (the model call whose output
 holds it), ``result_in`` (the model call whose input carries its result), ``execution`` (the
 observed MCP/A2A/HTTP call, or None) and ``inferred`` (True when no execution was observed).
@@ -71,6 +73,8 @@ class Trace:
     spans: list[Span] = field(default_factory=list)
     evidence: list[dict[str, Json]] = field(default_factory=list)
     calls: list[str] = field(default_factory=list)  # every call in the trace, in time order
+    # weaker than evidence, never joined: another trace on the same connection, close in time
+    hints: list[dict[str, Json]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Json]:
         return {
@@ -78,6 +82,7 @@ class Trace:
             "origin": self.origin,
             "trace_id_source": self.trace_id_source,
             "evidence": self.evidence,
+            "hints": self.hints,
             "calls": self.calls,
             "spans": [s.to_json() for s in self.spans],
         }

@@ -20,6 +20,7 @@ ORIGINS = (
     "conversation",
     "history",
     "tool_call",
+    "tool_definitions",
     "mcp_session",
     "a2a_context",
     "app_id",
