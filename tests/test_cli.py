@@ -259,3 +259,35 @@ def test_reports_do_not_depend_on_hash_randomization() -> None:
         )
         outputs.append(proc.stdout)
     assert outputs[0] == outputs[1]
+
+
+def test_analyze_text_tree(capsys: pytest.CaptureFixture[str]) -> None:
+    shenzhen = ROOT / "tests/data/runs/seed004_shenzhen/capture.pcap"
+    assert main(["analyze", str(shenzhen), "--no-progress"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("trace 1 ") and "(history, id generated)" in out[0]
+    assert out[1].startswith("└─ invoke_agent")
+    assert out[2].startswith("   ├─ chat gpt-4.1  call1") and "finish tool_calls" in out[2]
+    assert out[3].startswith("   ├─ execute_tool get_weather") and '"city":"深圳"' in out[3]
+    assert "[ran as e2]" in out[3] and "id call-shenzhen-001" in out[3]
+    assert out[4].startswith("   └─ chat gpt-4.1  call3") and "finish stop" in out[4]
+    assert out[-1].startswith("1 traces, 2 calls (2 model, 1 tool spans)")
+    assert out[-1].endswith("0 HTTP exchanges not understood")
+
+
+def test_show_call_and_span(capsys: pytest.CaptureFixture[str]) -> None:
+    shenzhen = str(ROOT / "tests/data/runs/seed004_shenzhen/capture.pcap")
+    assert main(["show", shenzhen, "--call", "call3", "--no-progress"]) == 0
+    text = capsys.readouterr().out
+    assert "call call3 · openai.chat · chat" in text
+    assert "message [2] · tool" in text and "rain_probability" in text
+    assert main(["analyze", shenzhen, "--format", "json", "--no-progress"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    model = next(s for s in report["traces"][0]["spans"] if s["call_id"] == "call1")
+    assert main(["show", shenzhen, "--span", model["span_id"], "--no-progress"]) == 0
+    assert "call call1 · openai.chat" in capsys.readouterr().out
+    agent = report["traces"][0]["spans"][0]["span_id"]
+    assert main(["show", shenzhen, "--span", agent, "--no-progress"]) == 2
+    assert "stands for no observed call" in capsys.readouterr().err
+    assert main(["show", shenzhen, "--call", "call99", "--no-progress"]) == 2
+    assert "no call call99" in capsys.readouterr().err

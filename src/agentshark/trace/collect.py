@@ -51,7 +51,7 @@ def slim(call: Call, shared: dict[bytes, Message] | None = None) -> Call:
         small = _message(m)
         if shared is None:
             return small
-        data = orjson.dumps(small.to_json(output=True), option=orjson.OPT_SORT_KEYS)
+        data = orjson.dumps(small, option=orjson.OPT_NON_STR_KEYS)  # dataclasses natively
         return shared.setdefault(hashlib.blake2b(data, digest_size=16).digest(), small)
 
     return replace(
