@@ -11,13 +11,17 @@ capture. This module holds what they share:
 * corpus cassettes to :class:`PoolEntry` records (one request with its recorded response),
   with credentials left out;
 * SSE event splitting and counting, as the WHATWG event-stream rules define them;
-* starting and stopping tcpdump and the replay server.
+* starting and stopping tcpdump and the replay server;
+* the glue every case-driven generator script repeats (``scripts/make_*.py``): a venv with
+  pinned requirements to re-run in, the ``--only/--list/--serve/--attempts`` options, the
+  attempts loop over the cases and the README table of what was made.
 
 It imports only the standard library (PyYAML inside functions), so it loads in any Python.
 """
 
 from __future__ import annotations
 
+import argparse
 import base64
 import gzip
 import json
@@ -32,9 +36,9 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, Protocol, TypedDict, TypeVar
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_ROOT = BENCH_DIR.parent
@@ -182,43 +186,60 @@ def keylog_labels(path: Path) -> dict[str, int]:
     return dict(sorted(counts.items()))
 
 
-def ensure_gen_venv() -> Path:
-    """The generator venv's python, creating the venv and installing into it when needed."""
-    marker = GEN_VENV / ".requirements"
-    wanted = "\n".join(GEN_REQUIREMENTS)
-    if GEN_PYTHON.exists() and marker.exists() and marker.read_text() == wanted:
-        return GEN_PYTHON
-    log(f"creating the generator venv {GEN_VENV} ({', '.join(GEN_REQUIREMENTS)})")
-    subprocess.run([sys.executable, "-m", "venv", "--clear", str(GEN_VENV)], check=True)
+def pip_install(python: Path, requirements: Sequence[str]) -> None:
+    """``python -m pip install -q --disable-pip-version-check`` the ``requirements``."""
     subprocess.run(
-        [
-            str(GEN_PYTHON),
-            "-m",
-            "pip",
-            "install",
-            "-q",
-            "--disable-pip-version-check",
-            *GEN_REQUIREMENTS,
-        ],
+        [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *requirements],
         check=True,
     )
+
+
+def ensure_venv(venv: Path, requirements: Sequence[str], python: str = sys.executable) -> Path:
+    """The python of the venv ``venv``, which holds ``requirements``: when its marker file
+    (``.requirements``, the requirements one a line) says otherwise, the venv is made again
+    from scratch by ``python -m venv --clear`` and the requirements installed with pip."""
+    venv_python = venv / "bin" / "python"
+    marker = venv / ".requirements"
+    wanted = "\n".join(requirements)
+    if venv_python.exists() and marker.exists() and marker.read_text() == wanted:
+        return venv_python
+    log(f"creating the venv {venv} ({', '.join(requirements)})")
+    subprocess.run([python, "-m", "venv", "--clear", str(venv)], check=True)
+    pip_install(venv_python, requirements)
     marker.write_text(wanted)
-    return GEN_PYTHON
+    return venv_python
+
+
+def ensure_gen_venv() -> Path:
+    """The generator venv's python, creating the venv and installing into it when needed."""
+    return ensure_venv(GEN_VENV, GEN_REQUIREMENTS)
+
+
+def in_venv(venv: Path) -> bool:
+    """Whether this process runs under the venv ``venv``."""
+    return Path(sys.prefix).resolve() == venv.resolve()
 
 
 def in_gen_venv() -> bool:
-    return Path(sys.prefix).resolve() == GEN_VENV.resolve()
+    return in_venv(GEN_VENV)
+
+
+def reexec_in_venv(script: Path, venv: Path, ensure: Callable[[], Path]) -> None:
+    """Make sure tcpdump exists, then run ``script`` again with this process's arguments under
+    the python that ``ensure`` returns (making ``venv`` as it needs); returns only when already
+    running under ``venv``."""
+    if in_venv(venv):
+        return
+    ensure_tcpdump()
+    python = ensure()
+    sys.stderr.flush()
+    os.execv(python, [str(python), str(script), *sys.argv[1:]])
 
 
 def reexec_in_gen_venv(script: Path) -> None:
     """Make sure the tools exist, then run ``script`` again under the generator venv's python
     (returns only when already running there)."""
-    if in_gen_venv():
-        return
-    ensure_tcpdump()
-    python = ensure_gen_venv()
-    sys.stderr.flush()
-    os.execv(python, [str(python), str(script), *sys.argv[1:]])
+    reexec_in_venv(script, GEN_VENV, ensure_gen_venv)
 
 
 def package_versions(*names: str) -> dict[str, str]:
@@ -538,6 +559,24 @@ def start_replay_server(
     return proc
 
 
+def start_serve_process(
+    python: str | Path, script: Path, spec: Mapping[str, Any], spec_path: Path, log_path: Path
+) -> subprocess.Popen[bytes]:
+    """``python script --serve spec_path`` (a generator script run as its own server), after
+    writing ``spec`` to ``spec_path``; its output goes to ``log_path``. Raises
+    :class:`ToolError` when ``spec["port"]`` is busy on 127.0.0.1. Does not wait for it to
+    listen (:func:`wait_listening`)."""
+    if not port_is_free(spec["port"]):
+        raise ToolError(f"port {spec['port']} is busy")
+    write_json(spec_path, spec)
+    with log_path.open("wb") as logf:
+        return subprocess.Popen(
+            [str(python), str(script), "--serve", str(spec_path)],
+            stdout=logf,
+            stderr=subprocess.STDOUT,
+        )
+
+
 def stop_process(proc: subprocess.Popen[bytes], timeout: float = 15.0) -> int:
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
@@ -653,3 +692,110 @@ def pcap_packet_count(path: Path) -> int:
             f.seek(rec.unpack(hdr)[2], os.SEEK_CUR)
             n += 1
     return n
+
+
+# --------------------------------------------------------------------------- case runner
+
+
+class NamedCase(Protocol):
+    """What the case runner needs of a generator's case: its folder name and its summary."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def summary(self) -> str: ...
+
+
+CaseT = TypeVar("CaseT", bound=NamedCase)
+
+
+def case_arguments(
+    doc: str | None, noun: str, *, attempts_help: str | None = None
+) -> argparse.ArgumentParser:
+    """The options every case-driven generator takes: ``--only`` (comma-separated names),
+    ``--list``, the hidden ``--serve SPEC.json`` (the script run as its own server) and
+    ``--attempts`` (3). The description is the first paragraph of ``doc`` (the script's
+    docstring); ``noun`` names a case in the help ("capture", "run")."""
+    ap = argparse.ArgumentParser(
+        description=(doc or "").split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ap.add_argument("--only", help=f"comma-separated {noun} names")
+    ap.add_argument("--list", action="store_true", help=f"list the {noun}s and exit")
+    ap.add_argument("--serve", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--attempts",
+        type=int,
+        default=3,
+        help=attempts_help or f"tries when a {noun} fails",
+    )
+    return ap
+
+
+def wanted_cases(
+    ap: argparse.ArgumentParser, only: str | None, cases: Iterable[NamedCase], noun: str
+) -> list[str]:
+    """The names ``--only`` asks for (empty: every case); an unknown one ends the program with
+    a usage error."""
+    wanted = [n.strip() for n in (only or "").split(",") if n.strip()]
+    unknown = set(wanted) - {c.name for c in cases}
+    if unknown:
+        ap.error(f"unknown {noun}s: {', '.join(sorted(unknown))}")
+    return wanted
+
+
+def run_cases(
+    cases: Iterable[CaseT],
+    wanted: Collection[str],
+    attempts: int,
+    run_one: Callable[[CaseT], Mapping[str, Any]],
+    *,
+    after: Callable[[CaseT], None] | None = None,
+) -> list[str]:
+    """Run each case of ``cases`` named in ``wanted`` (all when it is empty) with ``run_one``,
+    which returns the case's run record, up to ``attempts`` times: again when it raises a
+    :class:`ToolError`, ``OSError`` or ``subprocess.SubprocessError`` (logged) or when its
+    record says tcpdump lost packets (``capture_complete`` false). ``after`` is called on a
+    case once it has a complete capture. Returns the names of the cases that never got one."""
+    failures: list[str] = []
+    for case in cases:
+        if wanted and case.name not in wanted:
+            continue
+        for n in range(1, attempts + 1):
+            try:
+                run = run_one(case)
+            except (ToolError, OSError, subprocess.SubprocessError) as exc:
+                log(f"{case.name} attempt {n}: {type(exc).__name__}: {exc}")
+                continue
+            if run["capture_complete"]:
+                if after is not None:
+                    after(case)
+                break
+            log(f"{case.name} attempt {n}: tcpdump lost packets, again")
+        else:
+            failures.append(case.name)
+    return failures
+
+
+def exit_status(failures: Sequence[str]) -> int:
+    """The generator's exit status: 1, with the failed cases logged, when there are any."""
+    if failures:
+        log(f"failed: {', '.join(failures)}")
+        return 1
+    return 0
+
+
+def case_table_rows(cases: Iterable[NamedCase], out_dir: Path) -> list[str]:
+    """The README table rows ``| `name` | size | summary |``, one a case, the size from the
+    case's ``out_dir/<name>/run.json`` (``pcap_bytes``, ``packets``) or "not made"."""
+    rows: list[str] = []
+    for case in cases:
+        run_path = out_dir / case.name / "run.json"
+        if not run_path.exists():
+            rows.append(f"| `{case.name}` | not made | {case.summary} |")
+            continue
+        run = json.loads(run_path.read_text())
+        size = f"{run['pcap_bytes'] / 1000:.0f} KB, {run['packets']} packets"
+        rows.append(f"| `{case.name}` | {size} | {case.summary} |")
+    return rows

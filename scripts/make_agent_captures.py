@@ -39,13 +39,10 @@ exit codes, package versions) and, for the TLS case, ``keys.log``. A section of
 ``tests/data/captures/README.md`` (between markers) is rewritten from the cases below.
 """
 
-import argparse
 import asyncio
 import contextlib
 import json
-import os
 import ssl
-import subprocess
 import sys
 import tempfile
 import time
@@ -85,36 +82,12 @@ README_END = "<!-- end: agent captures -->"
 
 def ensure_agents_venv() -> Path:
     """The agents venv's python (python3.11), created and filled from the registry if needed."""
-    marker = AGENTS_VENV / ".requirements"
-    wanted = "\n".join(AGENTS_REQUIREMENTS)
-    if AGENTS_PYTHON.exists() and marker.exists() and marker.read_text() == wanted:
-        return AGENTS_PYTHON
-    genlib.log(f"creating {AGENTS_VENV} ({', '.join(AGENTS_REQUIREMENTS)})")
-    subprocess.run(["python3.11", "-m", "venv", "--clear", str(AGENTS_VENV)], check=True)
-    subprocess.run(
-        [
-            str(AGENTS_PYTHON),
-            "-m",
-            "pip",
-            "install",
-            "-q",
-            "--disable-pip-version-check",
-            *AGENTS_REQUIREMENTS,
-        ],
-        check=True,
-    )
-    marker.write_text(wanted)
-    return AGENTS_PYTHON
+    return genlib.ensure_venv(AGENTS_VENV, AGENTS_REQUIREMENTS, "python3.11")
 
 
 def reexec_in_agents_venv() -> None:
     """Run this script again under the agents venv's python (returns when already there)."""
-    if Path(sys.prefix).resolve() == AGENTS_VENV.resolve():
-        return
-    genlib.ensure_tcpdump()
-    python = ensure_agents_venv()
-    sys.stderr.flush()
-    os.execv(python, [str(python), str(SCRIPT), *sys.argv[1:]])
+    genlib.reexec_in_venv(SCRIPT, AGENTS_VENV, ensure_agents_venv)
 
 
 def software() -> dict[str, str]:
@@ -1304,16 +1277,8 @@ def run_case(case: Case, tcpdump: str, certs: dict[str, Path], tmp: Path) -> dic
         spec["certfile"] = str(certs["ecdsa"])
         spec["keyfile"] = str(certs["ecdsa_key"])
     spec_path = tmp / f"{case.name}.spec.json"
-    genlib.write_json(spec_path, spec)
-    if not genlib.port_is_free(case.port):
-        raise genlib.ToolError(f"port {case.port} is busy")
     log_path = tmp / f"{case.name}.server.log"
-    with log_path.open("wb") as logf:
-        server = subprocess.Popen(
-            [sys.executable, str(SCRIPT), "--serve", str(spec_path)],
-            stdout=logf,
-            stderr=subprocess.STDOUT,
-        )
+    server = genlib.start_serve_process(sys.executable, SCRIPT, spec, spec_path, log_path)
     ctx = Ctx(
         name=case.name,
         port=case.port,
@@ -1451,15 +1416,7 @@ Things worth knowing (what the client recorded in these runs):
 
 
 def write_readme() -> None:
-    rows: list[str] = []
-    for case in CASES:
-        run_path = CAPTURES_DIR / case.name / "run.json"
-        if not run_path.exists():
-            rows.append(f"| `{case.name}` | not made | {case.summary} |")
-            continue
-        run = json.loads(run_path.read_text())
-        size = f"{run['pcap_bytes'] / 1000:.0f} KB, {run['packets']} packets"
-        rows.append(f"| `{case.name}` | {size} | {case.summary} |")
+    rows = genlib.case_table_rows(CASES, CAPTURES_DIR)
     section = (
         f"{README_BEGIN}\n{README_INTRO}"
         + "\n".join(rows)
@@ -1483,14 +1440,7 @@ def write_readme() -> None:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(
-        description=(__doc__ or "").split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    ap.add_argument("--only", help="comma-separated capture names")
-    ap.add_argument("--list", action="store_true", help="list the captures and exit")
-    ap.add_argument("--serve", type=Path, help=argparse.SUPPRESS)
-    ap.add_argument("--attempts", type=int, default=3, help="tries when a case fails")
+    ap = genlib.case_arguments(__doc__, "capture", attempts_help="tries when a case fails")
     args = ap.parse_args()
     if args.serve:
         serve(json.loads(args.serve.read_text()))
@@ -1499,37 +1449,19 @@ def main() -> int:
         for case in CASES:
             print(f"{case.name:<24} port {case.port}  {case.summary}")
         return 0
-    wanted = [n.strip() for n in (args.only or "").split(",") if n.strip()]
-    unknown = set(wanted) - {c.name for c in CASES}
-    if unknown:
-        ap.error(f"unknown captures: {', '.join(sorted(unknown))}")
+    wanted = genlib.wanted_cases(ap, args.only, CASES, "capture")
     genlib.ensure_debian_commands("openssl")
     reexec_in_agents_venv()
     tcpdump = genlib.ensure_tcpdump()
     warnings.simplefilter("ignore")
-    failures: list[str] = []
     with tempfile.TemporaryDirectory(prefix="agentshark-agents-") as tmpdir:
         tmp = Path(tmpdir)
         certs = genlib.make_test_certs(tmp)
-        for case in CASES:
-            if wanted and case.name not in wanted:
-                continue
-            for n in range(1, args.attempts + 1):
-                try:
-                    run = run_case(case, tcpdump, certs, tmp)
-                except (genlib.ToolError, OSError, subprocess.SubprocessError) as exc:
-                    genlib.log(f"{case.name} attempt {n}: {type(exc).__name__}: {exc}")
-                    continue
-                if run["capture_complete"]:
-                    break
-                genlib.log(f"{case.name} attempt {n}: tcpdump lost packets, again")
-            else:
-                failures.append(case.name)
+        failures = genlib.run_cases(
+            CASES, wanted, args.attempts, lambda case: run_case(case, tcpdump, certs, tmp)
+        )
     write_readme()
-    if failures:
-        genlib.log(f"failed: {', '.join(failures)}")
-        return 1
-    return 0
+    return genlib.exit_status(failures)
 
 
 if __name__ == "__main__":

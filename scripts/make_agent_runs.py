@@ -36,11 +36,9 @@ the clients' HTTP libraries saw them, and the expected span tree in seed 004's t
 ``tests/data/runs/README.md`` is rewritten from the cases below.
 """
 
-import argparse
 import asyncio
 import hashlib
 import json
-import os
 import secrets
 import subprocess
 import sys
@@ -208,29 +206,13 @@ def ensure_venv() -> Path:
     probe = subprocess.run([str(python), "-c", "import openai"], capture_output=True, check=False)
     if probe.returncode != 0:
         genlib.log(f"adding {OPENAI_REQUIREMENT} to {agents.AGENTS_VENV}")
-        subprocess.run(
-            [
-                str(python),
-                "-m",
-                "pip",
-                "install",
-                "-q",
-                "--disable-pip-version-check",
-                OPENAI_REQUIREMENT,
-            ],
-            check=True,
-        )
+        genlib.pip_install(python, [OPENAI_REQUIREMENT])
         subprocess.run([str(python), "-c", "import openai"], check=True)
     return python
 
 
 def reexec_in_venv() -> None:
-    if Path(sys.prefix).resolve() == agents.AGENTS_VENV.resolve():
-        return
-    genlib.ensure_tcpdump()
-    python = ensure_venv()
-    sys.stderr.flush()
-    os.execv(python, [str(python), str(SCRIPT), *sys.argv[1:]])
+    genlib.reexec_in_venv(SCRIPT, agents.AGENTS_VENV, ensure_venv)
 
 
 def software() -> dict[str, str]:
@@ -922,17 +904,9 @@ async def run_with_mcp(
 
 
 def start_server(spec: dict[str, Any], tmp: Path, label: str) -> tuple[Any, Path]:
-    if not genlib.port_is_free(spec["port"]):
-        raise genlib.ToolError(f"port {spec['port']} is busy")
-    spec_path = tmp / f"{label}.spec.json"
-    genlib.write_json(spec_path, spec)
     log_path = tmp / f"{label}.log"
-    with log_path.open("wb") as logf:
-        proc = subprocess.Popen(
-            [sys.executable, str(SCRIPT), "--serve", str(spec_path)],
-            stdout=logf,
-            stderr=subprocess.STDOUT,
-        )
+    spec_path = tmp / f"{label}.spec.json"
+    proc = genlib.start_serve_process(sys.executable, SCRIPT, spec, spec_path, log_path)
     return proc, log_path
 
 
@@ -1067,15 +1041,7 @@ is one less):
 
 
 def write_readme() -> None:
-    rows = []
-    for case in CASES:
-        run_path = RUNS_DIR / case.name / "run.json"
-        if not run_path.exists():
-            rows.append(f"| `{case.name}` | not made | {case.summary} |")
-            continue
-        run = json.loads(run_path.read_text())
-        size = f"{run['pcap_bytes'] / 1000:.0f} KB, {run['packets']} packets"
-        rows.append(f"| `{case.name}` | {size} | {case.summary} |")
+    rows = genlib.case_table_rows(CASES, RUNS_DIR)
     (RUNS_DIR / "README.md").write_text(README_HEAD + "\n".join(rows) + "\n" + README_NOTES)
 
 
@@ -1083,14 +1049,7 @@ def write_readme() -> None:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(
-        description=(__doc__ or "").split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    ap.add_argument("--only", help="comma-separated run names")
-    ap.add_argument("--list", action="store_true", help="list the runs and exit")
-    ap.add_argument("--serve", type=Path, help=argparse.SUPPRESS)
-    ap.add_argument("--attempts", type=int, default=3, help="tries when a run fails")
+    ap = genlib.case_arguments(__doc__, "run")
     args = ap.parse_args()
     if args.serve:
         serve(json.loads(args.serve.read_text()))
@@ -1099,35 +1058,17 @@ def main() -> int:
         for case in CASES:
             print(f"{case.name:<32} ports {case.port},{case.port + 1}  {case.summary}")
         return 0
-    wanted = [n.strip() for n in (args.only or "").split(",") if n.strip()]
-    unknown = set(wanted) - {c.name for c in CASES}
-    if unknown:
-        ap.error(f"unknown runs: {', '.join(sorted(unknown))}")
+    wanted = genlib.wanted_cases(ap, args.only, CASES, "run")
     reexec_in_venv()
     tcpdump = genlib.ensure_tcpdump()
     warnings.simplefilter("ignore")
-    failures: list[str] = []
     with tempfile.TemporaryDirectory(prefix="agentshark-runs-") as tmpdir:
         tmp = Path(tmpdir)
-        for case in CASES:
-            if wanted and case.name not in wanted:
-                continue
-            for n in range(1, args.attempts + 1):
-                try:
-                    run = run_case(case, tcpdump, tmp)
-                except (genlib.ToolError, OSError, subprocess.SubprocessError) as exc:
-                    genlib.log(f"{case.name} attempt {n}: {type(exc).__name__}: {exc}")
-                    continue
-                if run["capture_complete"]:
-                    break
-                genlib.log(f"{case.name} attempt {n}: tcpdump lost packets, again")
-            else:
-                failures.append(case.name)
+        failures = genlib.run_cases(
+            CASES, wanted, args.attempts, lambda case: run_case(case, tcpdump, tmp)
+        )
     write_readme()
-    if failures:
-        genlib.log(f"failed: {', '.join(failures)}")
-        return 1
-    return 0
+    return genlib.exit_status(failures)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,6 @@ generator venv through pip; h2 comes with hypercorn) and re-runs itself in the g
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import collections
 import hashlib
@@ -1219,16 +1218,8 @@ def run_case(case: Case, tcpdump: str, certs: dict[str, Path], tmp: Path) -> dic
         spec["certfile"] = str(certs[case.cert])
         spec["keyfile"] = str(certs[f"{case.cert}_key"])
     spec_path = tmp / f"{case.name}.spec.json"
-    genlib.write_json(spec_path, spec)
-    if not genlib.port_is_free(case.port):
-        raise genlib.ToolError(f"port {case.port} is busy")
     log_path = tmp / f"{case.name}.server.log"
-    with log_path.open("wb") as logf:
-        server = subprocess.Popen(
-            [str(genlib.GEN_PYTHON), str(SCRIPT), "--serve", str(spec_path)],
-            stdout=logf,
-            stderr=subprocess.STDOUT,
-        )
+    server = genlib.start_serve_process(genlib.GEN_PYTHON, SCRIPT, spec, spec_path, log_path)
     ctx = Ctx(
         name=case.name,
         port=case.port,
@@ -1329,15 +1320,7 @@ Each folder holds:
 
 
 def write_readme() -> None:
-    rows: list[str] = []
-    for case in CASES:
-        run_path = CAPTURES_DIR / case.name / "run.json"
-        if not run_path.exists():
-            rows.append(f"| `{case.name}` | not made | {case.summary} |")
-            continue
-        run = json.loads(run_path.read_text())
-        size = f"{run['pcap_bytes'] / 1000:.0f} KB, {run['packets']} packets"
-        rows.append(f"| `{case.name}` | {size} | {case.summary} |")
+    rows = genlib.case_table_rows(CASES, CAPTURES_DIR)
     (CAPTURES_DIR / "README.md").write_text(README_HEAD + "\n".join(rows) + "\n" + README_TAIL)
 
 
@@ -1372,14 +1355,16 @@ Things worth knowing:
 # =========================================================================== main
 
 
+def add_software(case: Case, versions: dict[str, str]) -> None:
+    """Write the software versions into a complete capture's ``truth.json``."""
+    truth_path = CAPTURES_DIR / case.name / "truth.json"
+    truth = json.loads(truth_path.read_text())
+    truth["software"] = versions
+    genlib.write_json(truth_path, truth)
+
+
 def main() -> int:
-    ap = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    ap.add_argument("--only", help="comma-separated capture names")
-    ap.add_argument("--list", action="store_true", help="list the captures and exit")
-    ap.add_argument("--serve", type=Path, help=argparse.SUPPRESS)
-    ap.add_argument("--attempts", type=int, default=3, help="tries when tcpdump loses packets")
+    ap = genlib.case_arguments(__doc__, "capture", attempts_help="tries when tcpdump loses packets")
     args = ap.parse_args()
     if args.serve:
         asyncio.run(serve(json.loads(args.serve.read_text())))
@@ -1388,42 +1373,24 @@ def main() -> int:
         for case in CASES:
             print(f"{case.name:<26} port {case.port}  {case.summary}")
         return 0
-    wanted = [n.strip() for n in (args.only or "").split(",") if n.strip()]
-    unknown = set(wanted) - {c.name for c in CASES}
-    if unknown:
-        ap.error(f"unknown captures: {', '.join(sorted(unknown))}")
+    wanted = genlib.wanted_cases(ap, args.only, CASES, "capture")
     genlib.ensure_debian_commands("openssl", "curl")
     genlib.reexec_in_gen_venv(SCRIPT)
     tcpdump = genlib.ensure_tcpdump()
     importlib.import_module("h2")  # installed with hypercorn
-    failures: list[str] = []
     with tempfile.TemporaryDirectory(prefix="agentshark-tls-") as tmpdir:
         tmp = Path(tmpdir)
         certs = genlib.make_test_certs(tmp)
         versions = software(tcpdump)
-        for case in CASES:
-            if wanted and case.name not in wanted:
-                continue
-            for n in range(1, args.attempts + 1):
-                try:
-                    run = run_case(case, tcpdump, certs, tmp)
-                except (genlib.ToolError, OSError, subprocess.SubprocessError) as exc:
-                    genlib.log(f"{case.name} attempt {n}: {type(exc).__name__}: {exc}")
-                    continue
-                if run["capture_complete"]:
-                    truth_path = CAPTURES_DIR / case.name / "truth.json"
-                    truth = json.loads(truth_path.read_text())
-                    truth["software"] = versions
-                    genlib.write_json(truth_path, truth)
-                    break
-                genlib.log(f"{case.name} attempt {n}: tcpdump lost packets, again")
-            else:
-                failures.append(case.name)
+        failures = genlib.run_cases(
+            CASES,
+            wanted,
+            args.attempts,
+            lambda case: run_case(case, tcpdump, certs, tmp),
+            after=lambda case: add_software(case, versions),
+        )
     write_readme()
-    if failures:
-        genlib.log(f"failed: {', '.join(failures)}")
-        return 1
-    return 0
+    return genlib.exit_status(failures)
 
 
 if __name__ == "__main__":
