@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -218,12 +218,12 @@ def _report(args: argparse.Namespace, *, calls: bool) -> int:
             for item in items:
                 jwriter.write(item)
                 failed += _report_failure(item)
-            sections: list[tuple[str, Sequence[Any]]] = []
+            sections: list[tuple[str, Iterable[Any]]] = []
             if analysis is not None:
                 analysis.finish()
                 sections = [
-                    ("traces", [t.to_json() for t in analysis.traces]),
-                    ("incidents", [i.to_json() for i in analysis.incidents]),
+                    ("traces", (t.to_json() for t in analysis.traces)),
+                    ("incidents", (i.to_json() for i in analysis.incidents)),
                 ]
             jwriter.close(sections)
         elif analysis is not None:

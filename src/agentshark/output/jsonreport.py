@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, BinaryIO
 
 import orjson
@@ -80,9 +80,9 @@ class JsonReportWriter:
         self._pending.clear()
         self._pending_bytes = 0
 
-    def close(self, sections: Sequence[tuple[str, Sequence[Json]]] = ()) -> None:
+    def close(self, sections: Sequence[tuple[str, Iterable[Json]]] = ()) -> None:
         """End the report; ``sections`` (``traces``, ``incidents``...) are written after the
-        calls, each a list of JSON values."""
+        calls, each value as it comes."""
         out = self._out
         self._flush_calls()
         if self._calls is not None:
@@ -92,7 +92,10 @@ class JsonReportWriter:
             self._calls.close()
         for name, values in sections:
             out.write(b'],"' + name.encode() + b'":[')
-            out.write(b",".join(orjson.dumps(v, option=_DUMP_OPTS) for v in values))
+            separator = b""
+            for value in values:
+                out.write(separator + orjson.dumps(value, option=_DUMP_OPTS))
+                separator = b","
         out.write(b'],"connections":[')
         self._spool.seek(0)
         shutil.copyfileobj(self._spool, out)
