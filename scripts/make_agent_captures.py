@@ -48,7 +48,7 @@ import tempfile
 import time
 import traceback
 import warnings
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -355,7 +355,7 @@ def recording_transport(mod: Any, inner: Any, log: HttpLog) -> Any:
     """An ``AsyncBaseTransport`` of ``mod`` (httpx or httpx2) around ``inner`` that records
     each exchange in ``log``, the response body teed as the client reads it."""
 
-    class Tee(mod.AsyncByteStream):  # type: ignore[misc, name-defined]
+    class Tee(mod.AsyncByteStream):  # type: ignore[misc, name-defined, unused-ignore]
         def __init__(self, stream: Any, rec: dict[str, Any]) -> None:
             self.stream = stream
             self.rec = rec
@@ -372,7 +372,7 @@ def recording_transport(mod: Any, inner: Any, log: HttpLog) -> Any:
             log.finish(self.rec, bytes(self.buf), self.done)
             await self.stream.aclose()
 
-    class Recording(mod.AsyncBaseTransport):  # type: ignore[misc, name-defined]
+    class Recording(mod.AsyncBaseTransport):  # type: ignore[misc, name-defined, unused-ignore]
         async def handle_async_request(self, request: Any) -> Any:
             rec = log.begin(request)
             try:
@@ -599,7 +599,7 @@ def build_a2a_app(binding: str, port: int) -> Any:
     )
     from starlette.applications import Starlette
 
-    class WorkshopAgent(AgentExecutor):
+    class WorkshopAgent(AgentExecutor):  # type: ignore[misc, unused-ignore]  # Any without a2a
         """ "hello ..." answers with a message; "stream ..." runs a task with status and
         artifact updates; "fail ..." fails its task; "slow ..." works until cancelled."""
 
@@ -809,7 +809,7 @@ class McpRecorder:
 
         self.event("roots/list", request_id=context.request_id)
         return t.ListRootsResult(
-            roots=[t.Root(uri="file:///work/project", name="project")]  # type: ignore[arg-type]
+            roots=[t.Root(uri="file:///work/project", name="project")]  # type: ignore[arg-type, unused-ignore]
         )
 
     def truth(self) -> dict[str, Any]:
@@ -1043,7 +1043,8 @@ async def client_a2a(ctx: Ctx, binding: str) -> dict[str, Any]:
     ids: dict[str, str] = {}
 
     def pb(msg: Any) -> dict[str, Any]:
-        return json_format.MessageToDict(msg)
+        out: dict[str, Any] = json_format.MessageToDict(msg)
+        return out
 
     async def step(label: str, call: Callable[[], Awaitable[Any]]) -> Any:
         rec: dict[str, Any] = {"label": label, "started": round(time.time(), 6)}
@@ -1192,7 +1193,7 @@ class Case:
     server_kind: str
     server: str
     client_software: str
-    client: Callable[[Ctx], Awaitable[dict[str, Any]]]
+    client: Callable[[Ctx], Coroutine[Any, Any, dict[str, Any]]]
     tls: bool = False
 
 

@@ -77,7 +77,7 @@ def another_run() -> list[Call]:
         for message in (*call.input_messages, *call.output_messages):
             for part in message.parts:
                 if getattr(part, "id", None):
-                    part.id = "b" + part.id  # type: ignore[union-attr]
+                    part.id = "b" + str(part.id)  # type: ignore[union-attr]
     return calls
 
 

@@ -90,7 +90,7 @@ def test_every_tool_cassette_gives_consistent_traces() -> None:
     """Over every cassette with tool calls: every call is in exactly one trace, a tool result
     is never before its request, and no error incident fires on traffic real clients sent."""
     assert len(cassettes()) > 300
-    errors = []
+    errors: list[tuple[str, str]] = []
     for path in cassettes():
         a = analyze(path)
         placed = [cid for t in a.traces for cid in t.calls if not cid.startswith("e")]
