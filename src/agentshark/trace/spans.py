@@ -146,6 +146,10 @@ def _model_span(
         "complete": call.complete,
         "stream": call.stream,
     }
+    if call.response_id is not None:
+        attributes["response_id"] = call.response_id
+    if "provider_request_id" in call.ids:
+        attributes["provider_request_id"] = call.ids["provider_request_id"]
     if call.usage is not None:
         attributes["input_tokens"] = call.usage.input_tokens
         attributes["output_tokens"] = call.usage.output_tokens
