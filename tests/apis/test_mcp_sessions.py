@@ -13,7 +13,7 @@ from agentshark.apis.mcp_sessions import MAX_HELD, McpSessions
 from agentshark.apis.model import Call, ToolCallResponsePart
 from agentshark.apis.registry import recognize
 from agentshark.model import Exchange
-from tests.apis.test_mcp import exchange, rpc, sse
+from tests.apis.test_mcp import SESSION, VERSION, exchange, rpc, sse
 
 LEGACY_SESSION = "0f3c"
 ENDPOINT = f"/messages/?session_id={LEGACY_SESSION}"
@@ -262,3 +262,109 @@ def test_streamable_calls_pass_through() -> None:
         exchange(rpc("ping", id=1), orjson.dumps({"jsonrpc": "2.0", "id": 1, "result": {}})), "p"
     )
     assert [c.id for c in stage.feed(call)] == ["p"] and call.complete
+
+
+def test_cut_reply_answered_on_a_resumed_stream() -> None:
+    """2025-03-26+: the POST's SSE reply ends before the response; the client resumes with a
+    GET carrying Last-Event-ID and the server sends the response there."""
+    stage = McpSessions()
+    cut = exchange(
+        rpc("tools/call", {"name": "slow", "arguments": {}}, id=4),
+        sse(rpc("notifications/progress", {"progressToken": 4, "progress": 1}, id=None)),
+        content_type="text/event-stream",
+        response_complete=False,
+    )
+    tool = call_of(cut, "t")
+    assert tool.extras["response_via"] == "resumed stream" and not tool.complete
+    assert released(stage, tool) == []
+    resumed = exchange(
+        None,
+        sse({"jsonrpc": "2.0", "id": 4, "result": {"content": [{"type": "text", "text": "ok"}]}}),
+        method="GET",
+        content_type="text/event-stream",
+        request_headers=(SESSION, VERSION, ("Last-Event-ID", "0")),
+    )
+    stream = call_of(resumed, "g")
+    assert stream.extras["last_event_id"] == "0"
+    assert released(stage, stream) == ["t", "g"]
+    assert tool.complete and tool.output_messages[0].parts[1].type == "text"
+    assert tool.extras["response_via"] == "x1 response stream event 0"
+
+
+def test_cut_reply_never_resumed_is_said() -> None:
+    stage = McpSessions()
+    cut = exchange(
+        rpc("tools/call", {"name": "slow"}, id=4),
+        b"",
+        content_type="text/event-stream",
+        response_complete=False,
+    )
+    released(stage, call_of(cut, "t"))
+    (tool,) = stage.close()
+    assert [d.code for d in tool.diagnostics] == ["mcp.response_not_seen"]
+    assert "Last-Event-ID" in tool.diagnostics[0].message
+
+
+def test_task_augmented_tool_call_and_its_result() -> None:
+    """2025-11-25 tasks: tools/call with params.task gets a CreateTaskResult; tasks/get and
+    tasks/result name the task; tasks/result carries the tool's result."""
+    stage = McpSessions()
+    created = {"task": {"taskId": "tk-1", "status": "working", "createdAt": "x"}}
+    start = call_of(
+        exchange(
+            rpc("tools/call", {"name": "render", "arguments": {"n": 1}, "task": {"ttl": 60}}, id=1),
+            orjson.dumps({"jsonrpc": "2.0", "id": 1, "result": created}),
+        ),
+        "a",
+    )
+    assert start.ids["mcp_task_id"] == "tk-1" and start.id_sources["mcp_task_id"] == (
+        "result.task.taskId"
+    )
+    assert start.output_messages == [] and start.extras["result"] == created
+    assert start.request_params["task"] == {"ttl": 60}
+    status = call_of(
+        exchange(
+            rpc("tasks/get", {"taskId": "tk-1"}, id=2),
+            orjson.dumps(
+                {"jsonrpc": "2.0", "id": 2, "result": {"taskId": "tk-1", "status": "completed"}}
+            ),
+        ),
+        "b",
+    )
+    done = {"content": [{"type": "text", "text": "rendered"}], "isError": False}
+    result = call_of(
+        exchange(
+            rpc("tasks/result", {"taskId": "tk-1"}, id=3),
+            orjson.dumps({"jsonrpc": "2.0", "id": 3, "result": done}),
+        ),
+        "c",
+    )
+    assert released(stage, start, status, result) == ["a", "b", "c"]
+    assert status.extras["task_of"] == "a" and result.extras["task_of"] == "a"
+    assert status.extras["result"]["status"] == "completed"
+    part = result.output_messages[0].parts[0]
+    assert isinstance(part, ToolCallResponsePart) and part.response == done["content"]
+    note = call_of(
+        exchange(
+            rpc(
+                "notifications/message",
+                {
+                    "level": "info",
+                    "data": "50%",
+                    "_meta": {"io.modelcontextprotocol/related-task": {"taskId": "tk-1"}},
+                },
+                id=None,
+            ),
+            b"",
+            status=202,
+        ),
+        "d",
+    )
+    assert note.ids["mcp_task_id"] == "tk-1"
+    assert released(stage, note) == ["d"] and note.extras["task_of"] == "a"
+    from agentshark.trace.build import build_traces
+
+    (trace,) = build_traces([start, status, result, note], {})
+    (tool,) = [s for s in trace.spans if s.kind == "tool"]
+    assert tool.execution == "a" and tool.attributes["result_from"] == "c"
+    assert tool.attributes["result"] == done["content"]

@@ -21,6 +21,8 @@ One exchange is one call. ``operation`` is the JSON-RPC ``method``:
   the client posts to (``extras["endpoint"]``); each ``POST`` is answered ``202`` and its
   response arrives on the stream. Such a request call says ``extras["response_via"] =
   "session stream"`` until :mod:`agentshark.apis.mcp_sessions` finds its response there.
+  A Streamable HTTP request whose SSE reply ended before its response says ``"resumed
+  stream"``: the client may resume with a ``GET`` carrying ``Last-Event-ID``.
 - stdio (exchanges of transport ``stdio`` from :mod:`agentshark.sources.stdio`): the request
   line and its response line; ``extras["direction"]`` is ``"server_to_client"`` for a server
   request (``sampling/createMessage``...) answered by the client.
@@ -180,6 +182,9 @@ class McpHttp:
                 call.extras["mcp_transport"] = "http+sse"
                 call.extras["endpoint"] = req.target
                 call.extras["response_via"] = "session stream"
+            elif call.stream and call.error is None and "mcp_session_id" in call.ids:
+                # the SSE reply ended first: a GET with Last-Event-ID may resume it
+                call.extras["response_via"] = "resumed stream"
         call.complete = reply is not None
         if reply is not None and not view.exchange.complete:
             call.diagnostics.append(

@@ -8,6 +8,15 @@ schemas), which become ``tool_definitions``. ``tools/call`` gives an input messa
 ``structured_content`` and the other result fields in ``provider_details``) followed by one
 part per content item. Other methods' params go to ``request_params``.
 
+Tasks (2025-11-25): a request with ``params.task`` is answered by a ``CreateTaskResult``
+(``result.task``: ``taskId``, ``status``...), kept in ``extras["result"]``, no tool result
+yet; ``tasks/get``, ``tasks/result``, ``tasks/cancel``, ``notifications/tasks/status`` and
+messages whose ``_meta`` holds ``io.modelcontextprotocol/related-task`` name the task. Every
+one of them carries the id ``mcp_task_id``. A ``tasks/result`` whose result is a tool
+result gets the tool result parts (its ``ToolCallResponsePart`` id is None: the tool call's
+id is the ``tools/call`` request's, which :mod:`agentshark.apis.mcp_sessions` names in
+``extras["task_of"]``).
+
 The 2026-07-28 revision moves what ``initialize`` carried into every message's ``_meta``:
 ``io.modelcontextprotocol/protocolVersion`` (an id, ``mcp_protocol_version``, unless a header
 gave it), ``.../clientInfo`` (``extras["client_info"]``), ``.../serverInfo`` in a result's
@@ -50,9 +59,15 @@ def meta_ids(params: Json, call: Call) -> None:
     """Ids from ``params._meta``: progress token, W3C trace context (these win over the HTTP
     headers of the same name, which are then kept in ``extras["http_trace_context"]``), and
     the 2026-07-28 ``io.modelcontextprotocol/...`` keys."""
+    task = id_text(params.get("taskId")) if isinstance(params, dict) else None
+    if task is not None:  # tasks/get, tasks/result, tasks/cancel, notifications/tasks/status
+        _set_task(call, task, "params.taskId")
     meta = params.get("_meta") if isinstance(params, dict) else None
     if not isinstance(meta, dict):
         return
+    related = meta.get(MCP_META + "related-task")
+    if isinstance(related, dict) and (task := id_text(related.get("taskId"))) is not None:
+        _set_task(call, task, f'params._meta["{MCP_META}related-task"].taskId')
     progress = id_text(meta.get("progressToken"))
     if progress is not None:
         key = "mcp_progress_token"
@@ -130,6 +145,17 @@ def reply(call: Call, msg: dict[str, Json], where: str, status: int | None) -> N
         if result.get("resultType") == "input_required":
             call.extras["result"] = result
             return
+        task = result.get("task")
+        if call.operation != "tasks/get" and isinstance(task, dict) and "taskId" in task:
+            # a task-augmented request: the result comes later, through tasks/result
+            task_id = id_text(task.get("taskId"))
+            if task_id is not None:
+                _set_task(call, task_id, "result.task.taskId")
+            call.extras["result"] = result
+            return
+        if call.operation == "tasks/result" and "content" in result:
+            _tool_result(call, result, None)  # the result of the task's tools/call
+            return
     if call.operation == "tools/call" and isinstance(result, dict):
         _tool_result(call, result, msg.get("id"))
         return
@@ -147,6 +173,12 @@ def reply(call: Call, msg: dict[str, Json], where: str, status: int | None) -> N
         info = result.get("serverInfo")
         if isinstance(info, dict):
             call.extras["server_info"] = info
+
+
+def _set_task(call: Call, task: str, where: str) -> None:
+    if "mcp_task_id" not in call.ids:
+        call.ids["mcp_task_id"] = task
+        call.id_sources["mcp_task_id"] = where
 
 
 def _result_meta(call: Call, result: dict[str, Json]) -> None:

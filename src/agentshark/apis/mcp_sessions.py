@@ -10,12 +10,17 @@ one, the endpoint URL its stream named and its requests were posted to):
   the response with the same id fills them (``response_via`` becomes where it was), and the
   stream's own entry for that message is cut down to ``{"kind", "id", "answers", "at"}`` so
   the result is not reported twice.
+- A Streamable HTTP request whose SSE reply ended before the response (``"resumed
+  stream"``) is held the same way: a ``GET`` with ``Last-Event-ID`` may carry it.
 - A server request (``sampling/createMessage``, ``elicitation/create``, ``roots/list``) sent
   in a reply stream is answered by a later ``POST`` of a JSON-RPC response. That call is
   named after the request's method, with ``extras["direction"] = "server_to_client"``, the
   request's params in ``request_params`` and ``extras["server_request_in"]`` (the call whose
   stream carried it). A posted response whose request has not been seen yet (it may come on
   a ``GET`` stream that ends later) is held until it is.
+
+A ``tasks/*`` call (or a notification about a task) whose task a task-augmented request of
+the same session created gets ``extras["task_of"]``: that request's call id.
 
 Calls are released in the order they were held; whatever is still held at the end is
 released with a diagnostic saying what was never seen. At most :data:`MAX_HELD` calls are
@@ -33,6 +38,7 @@ from agentshark.errors import Diagnostic
 from agentshark.jsonrpc import id_key, message_kind
 
 MAX_HELD = 4096
+WAITING = ("session stream", "resumed stream")  # where a request's response may still come
 
 Key = tuple[str, tuple[bool, str]]  # (session id, JSON-RPC id)
 
@@ -50,6 +56,7 @@ class McpSessions:
         self._awaiting: OrderedDict[Key, Call] = OrderedDict()  # requests answered 202
         self._answers: OrderedDict[Key, Call] = OrderedDict()  # posted responses
         self._requests: OrderedDict[Key, _ServerRequest] = OrderedDict()
+        self._tasks: OrderedDict[tuple[str, str], str] = OrderedDict()  # task -> its request
 
     def feed(self, call: Call) -> list[Call]:
         """The calls ready to report after ``call`` arrived (``call`` itself, unless held)."""
@@ -62,8 +69,9 @@ class McpSessions:
                 return [call]
             session = "endpoint " + endpoint
         released = self._from_stream(call, session)
+        self._task(call, session)
         key = self._key(session, call)
-        if call.extras.get("response_via") == "session stream" and key is not None:
+        if call.extras.get("response_via") in WAITING and key is not None:
             self._hold(self._awaiting, key, call, released)
             return released
         if "client_response" in call.extras and key is not None:
@@ -75,11 +83,25 @@ class McpSessions:
         released.append(call)
         return released
 
+    def _task(self, call: Call, session: str) -> None:
+        """A task-augmented request, or a ``tasks/*`` call naming the request's task."""
+        task = call.ids.get("mcp_task_id")
+        if task is None:
+            return
+        key = (session, task)
+        if not call.operation or not call.operation.startswith(("tasks/", "notifications/")):
+            self._tasks.setdefault(key, call.id)
+            if len(self._tasks) > MAX_HELD:
+                self._tasks.popitem(last=False)
+        elif key in self._tasks:
+            call.extras["task_of"] = self._tasks[key]
+
     def close(self) -> list[Call]:
         out = [_unsettled(c) for c in (*self._awaiting.values(), *self._answers.values())]
         self._awaiting.clear()
         self._answers.clear()
         self._requests.clear()
+        self._tasks.clear()
         return out
 
     @staticmethod
@@ -164,14 +186,19 @@ def _answer(call: Call, request: _ServerRequest) -> None:
 
 
 def _never_answered(call: Call) -> Call:
-    call.diagnostics.append(
-        Diagnostic(
-            code="mcp.response_not_seen",
-            message=f"request {call.operation!r} (id {call.ids.get('jsonrpc_id')}) was "
-            "answered 202: its response belongs on the session's SSE stream, which the "
-            "input does not hold (or which does not carry it)",
-            location=call.exchange_id,
+    what = f"request {call.operation!r} (id {call.ids.get('jsonrpc_id')})"
+    if call.extras.get("response_via") == "resumed stream":
+        message = (
+            f"{what}: its SSE reply ended before the response, and no resumed stream (a GET "
+            "with Last-Event-ID) in the input carries it"
         )
+    else:
+        message = (
+            f"{what} was answered 202: its response belongs on the session's SSE stream, "
+            "which the input does not hold (or which does not carry it)"
+        )
+    call.diagnostics.append(
+        Diagnostic(code="mcp.response_not_seen", message=message, location=call.exchange_id)
     )
     return call
 

@@ -251,6 +251,14 @@ def _tool_spans(
         for call in executors
         if call.id not in used
     )
+    task_results = {
+        c.extras["task_of"]: c
+        for c in calls
+        if c.operation == "tasks/result" and isinstance(c.extras.get("task_of"), str)
+    }
+    for tool in out:
+        if isinstance(tool.execution, Call):
+            tool.task_result = task_results.get(tool.execution.id)
     return out
 
 

@@ -54,6 +54,7 @@ class ToolUse:
     execution: Call | HttpRequest | None
     evidence: str | None
     confidence: float | None
+    task_result: Call | None = None  # the tasks/result of a task-augmented execution
 
 
 def exec_id(x: Call | HttpRequest) -> str:
@@ -229,6 +230,9 @@ def _tool_span(
     elif isinstance(ex, Call) and (answer := answer_of(ex)) is not None:
         attributes["result"] = answer
         attributes["result_from"] = ex.id
+    elif tool.task_result is not None:
+        attributes["result"] = answer_of(tool.task_result)
+        attributes["result_from"] = tool.task_result.id
     if tool.evidence is not None:
         attributes["execution_evidence"] = tool.evidence
     if tool.confidence is not None:
