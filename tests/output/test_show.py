@@ -167,6 +167,28 @@ def test_mcp_tools_call_with_timing() -> None:
     assert "mcp_session_id = c2243a905f71487895ee89148c682c86 (from " in text
 
 
+def test_mcp_request_and_replayed_answers_have_their_own_categories() -> None:
+    flat = flatten(_call(MCP, "tools/call"))
+    assert [f.position for f in flat["tool call (request)"]] == ["input message [0] part [0]"]
+    assert flat["earlier tool calls (input)"] == []
+
+
+@needs_corpus
+def test_replayed_assistant_text_is_an_earlier_answer() -> None:
+    call = _call(THINKING, 1)
+    replayed = [
+        (i, j)
+        for i, m in enumerate(call.input_messages)
+        if m.role == "assistant"
+        for j, p in enumerate(m.parts)
+        if isinstance(p, TextPart)
+    ]
+    assert replayed  # the first call's answer text, sent back with the tool result
+    flat = flatten(call)
+    assert [(f.message, f.part) for f in flat["earlier answers (input)"]] == replayed
+    assert all(f.side == "output" for f in flat["answer"])
+
+
 @needs_corpus
 @pytest.mark.parametrize(
     ("path", "index"), [(DBOS, i) for i in range(3)] + [(THINKING, 0), (THINKING, 1)]

@@ -44,10 +44,13 @@ CATEGORIES = (
     "reasoning",
     "planned tool calls",
     "earlier tool calls (input)",
+    "tool call (request)",
     "tool results",
     "answer",
+    "earlier answers (input)",
     "other",
 )
+_MODEL_ROLES = frozenset({"assistant", "model"})
 _SYSTEM_ROLES = frozenset({"system", "developer"})
 _TOOL_ROLES = frozenset({"tool", "function"})  # "function": the older OpenAI tool result role
 _USER_KINDS = (TextPart, BlobPart, UriPart, FilePart)
@@ -108,11 +111,17 @@ def _category(side: str, role: str | None, part: Part) -> str:
     if isinstance(part, ReasoningPart):
         return "reasoning"
     if isinstance(part, ToolCallPart):
-        return "planned tool calls" if side == "output" else "earlier tool calls (input)"
+        if side == "output":
+            return "planned tool calls"
+        # an MCP tools/call is the request itself (role "client"), not a replayed call
+        return "earlier tool calls (input)" if role in _MODEL_ROLES else "tool call (request)"
     if role == "user" and isinstance(part, _USER_KINDS):
         return "user"
-    if side == "output" and isinstance(part, TextPart):
-        return "answer"
+    if isinstance(part, TextPart):
+        if side == "output":
+            return "answer"
+        if role in _MODEL_ROLES:
+            return "earlier answers (input)"
     return "other"
 
 
