@@ -4,6 +4,7 @@ calls (corpus cassettes, the MCP captures) and on copies of them with one thing 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 from pathlib import Path
 
@@ -323,3 +324,27 @@ def test_connection_hint_never_joins() -> None:
     hint = hinted[0].hints[0]
     assert hint["origin"] == "connection" and 0 <= hint["gap"] <= 5.0
     assert hint["trace_id"] in {t.trace_id for t in a.traces} - {hinted[0].trace_id}
+
+
+def test_compressed_request_body_is_matched_decoded() -> None:
+    import gzip
+
+    from agentshark.trace.collect import _request
+    from tests.helpers import http_exchange
+
+    body = gzip.compress(b'{"city": "Mexico City", "units": "metric"}')
+    x = http_exchange(
+        method="POST",
+        url="http://127.0.0.1:9/weather",
+        target="/weather",
+        request_body=body,
+        request_headers=[("Content-Encoding", "gzip"), ("Content-Type", "application/json")],
+        response_pieces=[(1.0, b"{}")],
+    )
+    req = _request(x)
+    assert req is not None and b"Mexico City" in req.body
+    req = dataclasses.replace(req, started=None, ended=None)  # the cassette has no times
+    calls = dbos()
+    (trace,) = build_traces(calls, link_history(calls), (req,))
+    tool = next(s for s in trace.spans if s.name == "execute_tool get_weather")
+    assert tool.execution == x.id

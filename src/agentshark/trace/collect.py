@@ -31,6 +31,7 @@ from agentshark.apis.model import (
     ToolCallPart,
     ToolCallResponsePart,
 )
+from agentshark.http.content import decode_body
 from agentshark.model import Exchange, header
 from agentshark.pipeline import Item
 from agentshark.trace.build import build_traces, connection_hints
@@ -40,6 +41,7 @@ from agentshark.trace.model import Incident, Trace
 from agentshark.trace.spans import HttpRequest
 
 BODY_KEPT = 4096
+BODY_DECODED_LIMIT = 1 << 20  # compressed request bodies larger than this are kept as sent
 KEPT_CHARS = 256
 
 
@@ -181,8 +183,13 @@ def _request(x: Exchange) -> HttpRequest | None:
     req = x.request
     if req is None:
         return None
+    pieces = req.body.pieces
+    coding = header(req.headers, "content-encoding")
+    if coding is not None and req.body.size <= BODY_DECODED_LIMIT:
+        # a compressed request body: decoded (bounded), so tool arguments can be found in it
+        pieces = decode_body(req.body, coding, limit=BODY_DECODED_LIMIT).pieces
     body = bytearray()
-    for _, piece in req.body.pieces:
+    for _, piece in pieces:
         body += piece[: BODY_KEPT - len(body)]
         if len(body) >= BODY_KEPT:
             break
