@@ -36,7 +36,16 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import (
+    Awaitable,
+    Callable,
+    Collection,
+    Iterable,
+    Iterator,
+    Mapping,
+    MutableMapping,
+    Sequence,
+)
 from pathlib import Path
 from typing import Any, Protocol, TypedDict, TypeVar
 
@@ -93,6 +102,38 @@ class PoolEntry(TypedDict):
     resp_body: str
     resp_b64: bool
     sse: bool
+
+
+# -- ASGI apps of the generators' servers ----------------------------------------------------
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+
+async def asgi_request_body(scope: Scope, receive: Receive, send: Send) -> bytes | None:
+    """An ASGI app's prologue: answers the lifespan protocol, then reads an HTTP request's
+    whole body. None when there is no HTTP request to answer (lifespan, websocket, the
+    client gone before its body ended)."""
+    if scope["type"] == "lifespan":
+        while True:
+            msg = await receive()
+            if msg["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif msg["type"] == "lifespan.shutdown":
+                await send({"type": "lifespan.shutdown.complete"})
+                return None
+    if scope["type"] != "http":
+        return None
+    parts: list[bytes] = []
+    while True:
+        msg = await receive()
+        if msg["type"] == "http.disconnect":
+            return None
+        parts.append(msg.get("body", b""))
+        if not msg.get("more_body"):
+            return b"".join(parts)
 
 
 class ToolError(RuntimeError):

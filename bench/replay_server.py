@@ -22,16 +22,11 @@ import asyncio
 import importlib
 import json
 import signal
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 import genlib
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
+from genlib import Receive, Scope, Send
 
 
 class Reply:
@@ -64,23 +59,10 @@ def make_app(
     table: dict[tuple[str, str, bytes], Reply], sse_delay: float
 ) -> Callable[[Scope, Receive, Send], Awaitable[None]]:
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            while True:
-                msg = await receive()
-                if msg["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                elif msg["type"] == "lifespan.shutdown":
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
-        if scope["type"] != "http":
+        body = await genlib.asgi_request_body(scope, receive, send)
+        if body is None:
             return
-        parts: list[bytes] = []
-        while True:
-            msg = await receive()
-            parts.append(msg.get("body", b""))
-            if not msg.get("more_body"):
-                break
-        reply = table.get((scope["method"], scope["path"], b"".join(parts)))
+        reply = table.get((scope["method"], scope["path"], body))
         if reply is None:
             body = b'{"error":{"message":"no recorded response for this request"}}'
             await send(

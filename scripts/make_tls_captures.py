@@ -45,7 +45,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,6 +55,7 @@ BENCH_DIR = Path(__file__).resolve().parent.parent / "bench"
 sys.path.insert(0, str(BENCH_DIR))
 
 import genlib  # noqa: E402 - lives in bench/, shared with the other capture generators
+from genlib import Receive, Scope, Send  # noqa: E402
 
 SCRIPT = Path(__file__).resolve()
 CAPTURES_DIR = genlib.REPO_ROOT / "tests" / "data" / "captures"
@@ -64,11 +65,6 @@ LARGE_LIMIT = 2_000_000
 MODEL = "workshop-mini"
 REPLY_TEXT = "Packets on loopback are still packets, and keys in a log still open them."
 DOWNLOAD_SEED = b"agentshark large download"
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
 
 
 # =========================================================================== the server
@@ -148,25 +144,9 @@ def make_app(sse_delay: float) -> Callable[[Scope, Receive, Send], Awaitable[Non
         await send({"type": "http.response.body", "body": body})
 
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            while True:
-                msg = await receive()
-                if msg["type"] == "lifespan.startup":
-                    await send({"type": "lifespan.startup.complete"})
-                elif msg["type"] == "lifespan.shutdown":
-                    await send({"type": "lifespan.shutdown.complete"})
-                    return
-        if scope["type"] != "http":
+        body = await genlib.asgi_request_body(scope, receive, send)
+        if body is None:
             return
-        parts: list[bytes] = []
-        while True:
-            msg = await receive()
-            if msg["type"] == "http.disconnect":
-                return
-            parts.append(msg.get("body", b""))
-            if not msg.get("more_body"):
-                break
-        body = b"".join(parts)
         method, path = scope["method"], scope["path"]
         query = parse_qs(scope.get("query_string", b"").decode())
         if method == "GET" and path == "/v1/models":
