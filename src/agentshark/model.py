@@ -92,7 +92,7 @@ class Request:
 
 @dataclass(slots=True, kw_only=True)
 class Response:
-    status: int
+    status: int  # 0: the transport has no status (stdio); reported as null
     reason: str
     version: str
     headers: Headers

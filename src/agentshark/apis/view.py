@@ -74,7 +74,8 @@ class ExchangeView:
 
     @cached_property
     def status(self) -> int | None:
-        return self.exchange.response.status if self.exchange.response else None
+        resp = self.exchange.response
+        return resp.status or None if resp is not None else None  # 0: no status (stdio)
 
     @cached_property
     def response_content_type(self) -> str:

@@ -147,7 +147,7 @@ def _response_json(ex: Exchange, opts: RenderOptions, diags: list[Diagnostic]) -
     )
     diags.extend(view.decoded.diagnostics)
     out: dict[str, Any] = {
-        "status": resp.status,
+        "status": resp.status or None,  # 0: no status on this transport
         "reason": resp.reason,
         "version": resp.version,
         **_message_common(resp.body, resp.headers, view, opts),

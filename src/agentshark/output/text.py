@@ -73,7 +73,7 @@ class TextWriter:
         )
         method = req.method if req else "?"
         url = (redact_url(req.url) if self._opts.redact else req.url) if req else "?"
-        status = str(resp.status) if resp else "-"
+        status = str(resp.status) if resp and resp.status else "-"
         ctype = "-"
         req_size = resp_size = None
         if req is not None:
