@@ -291,3 +291,26 @@ def test_show_call_and_span(capsys: pytest.CaptureFixture[str]) -> None:
     assert "stands for no observed call" in capsys.readouterr().err
     assert main(["show", shenzhen, "--call", "call99", "--no-progress"]) == 2
     assert "no call call99" in capsys.readouterr().err
+
+
+def test_show_renders_the_whole_call_not_the_analysis_copy(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The analysis keeps slim copies (long strings cut); show prints the call as parsed."""
+    thinking = (
+        CORPUS / "pydantic__pydantic-ai/tests/models/cassettes/test_anthropic/"
+        "test_anthropic_tool_with_thinking.yaml"
+    )
+    assert main(["calls", str(thinking), "--format", "json", "--no-progress"]) == 0
+    call = json.loads(capsys.readouterr().out)["calls"][0]
+    texts = [p["content"] for m in call["output_messages"] for p in m["parts"] if "content" in p]
+    longest = max(texts, key=len)
+    assert len(longest) > 300
+    assert main(["analyze", str(thinking), "--format", "json", "--no-progress"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    spans = [s for t in report["traces"] for s in t["spans"] if s["call_id"] == call["id"]]
+    for how in (["--call", call["id"]], ["--span", str(spans[0]["span_id"])]):
+        assert main(["show", str(thinking), *how, "--no-progress", "--no-redact"]) == 0
+        out = capsys.readouterr().out
+        assert "chars, sha256" not in out
+        assert " ".join(longest.split()[-6:]) in " ".join(out.split())

@@ -164,10 +164,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _show(args: argparse.Namespace) -> int:
     options = Options(max_body=args.max_body, keylogs=args.keylog, calls=True)
-    analysis = Analysis()
-    failed = sum(_report_failure(item) for item in analysis.watch(run(args.files, options)))
+    failed = 0
     wanted = args.call
     if args.span is not None:
+        if "-" in args.files:
+            print("agentshark: --span reads the input twice: give files, not -", file=sys.stderr)
+            return 2
+        analysis = Analysis()
+        failed = sum(_report_failure(item) for item in analysis.watch(run(args.files, options)))
         analysis.finish()
         spans = [s for t in analysis.traces for s in t.spans if s.span_id == args.span]
         if not spans:
@@ -181,10 +185,20 @@ def _show(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 2
-    call = next((c for c in analysis.calls if c.id == wanted), None)
+    # The whole call (the analysis keeps slim copies): read the input for it.
+    call: Call | None = None
+    known: list[str] = []
+    for item in run(args.files, options):
+        if args.span is None:
+            failed += _report_failure(item)
+        if isinstance(item, Call):
+            if item.id == wanted:
+                call = item
+                break
+            known.append(item.id)
     if call is None:
-        known = ", ".join(c.id for c in analysis.calls[:10]) or "none"
-        print(f"agentshark: no call {wanted} in the input (calls: {known}...)", file=sys.stderr)
+        listed = ", ".join(known[:10]) or "none"
+        print(f"agentshark: no call {wanted} in the input (calls: {listed}...)", file=sys.stderr)
         return 2
     out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115, PTH123
     try:
