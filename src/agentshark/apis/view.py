@@ -109,6 +109,10 @@ class ExchangeView:
             return None
         return _json(self.response_body)
 
+    def response_head(self, n: int) -> bytes:
+        """The first ``n`` bytes of the decoded response body, without joining the rest."""
+        return _head(self.response_pieces, n)
+
     @cached_property
     def framing(self) -> str | None:
         """ "sse", "ndjson", "json-array", "aws-eventstream" or None (a plain body)."""

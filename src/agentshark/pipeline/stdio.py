@@ -175,11 +175,12 @@ def interleave(c2s: list[StdioLine], s2c: list[StdioLine]) -> list[StdioLine]:
     """The lines of both directions in one order where every response follows its request:
     client lines first while they can go, a server line when the client's next line needs
     it (or when the client's lines are done)."""
+    keys = {id(line): _keys(line) for line in (*c2s, *s2c)}  # each line parsed once
     sent: set[tuple[str, tuple[bool, str]]] = set()  # (direction, id) of requests placed
 
     def ready(line: StdioLine, other: str) -> bool:
-        keys = _answer_keys(line)
-        return not keys or any((other, k) in sent for k in keys)
+        answers = keys[id(line)][1]
+        return not answers or any((other, k) in sent for k in answers)
 
     out: list[StdioLine] = []
     i = j = 0
@@ -189,31 +190,28 @@ def interleave(c2s: list[StdioLine], s2c: list[StdioLine]) -> list[StdioLine]:
         else:
             line, j = s2c[j], j + 1
         out.append(line)
-        sent.update((line.direction, k) for k in _request_keys(line))
+        sent.update((line.direction, k) for k in keys[id(line)][0])
     return out
 
 
-def _parsed(line: StdioLine) -> list[object]:
+IdKeys = list[tuple[bool, str]]
+
+
+def _keys(line: StdioLine) -> tuple[IdKeys, IdKeys]:
+    """(ids of the requests, ids of the responses and errors) a line holds."""
     try:
         value = orjson.loads(line.data)
     except orjson.JSONDecodeError:
-        return []
-    return value if isinstance(value, list) else [value]
-
-
-def _request_keys(line: StdioLine) -> list[tuple[bool, str]]:
-    return [
-        k
-        for m in _parsed(line)
-        if message_kind(m) == "request" and isinstance(m, dict) and (k := id_key(m["id"]))
-    ]
-
-
-def _answer_keys(line: StdioLine) -> list[tuple[bool, str]]:
-    return [
-        k
-        for m in _parsed(line)
-        if message_kind(m) in ("response", "error")
-        and isinstance(m, dict)
-        and (k := id_key(m.get("id")))
-    ]
+        return [], []
+    requests: IdKeys = []
+    answers: IdKeys = []
+    for msg in value if isinstance(value, list) else [value]:
+        kind = message_kind(msg)
+        key = id_key(msg.get("id")) if kind is not None else None
+        if key is None:
+            continue
+        if kind == "request":
+            requests.append(key)
+        elif kind in ("response", "error"):
+            answers.append(key)
+    return requests, answers

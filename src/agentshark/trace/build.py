@@ -157,7 +157,9 @@ def _join_listed_tools(
 ) -> None:
     """An MCP session whose ``tools/list`` tools were all offered to a model call, in the
     same order, is the agent's own session (it listed the tools to offer them)."""
-    offered = [(c, _defined_names(c)) for c in model_calls]
+    offered: dict[tuple[str, ...], Call] = {}  # each tool set once: its first model call
+    for c in model_calls:
+        offered.setdefault(tuple(_defined_names(c)), c)
     for call in mcp_calls:
         if call.operation != "tools/list" or not call.tool_definitions:
             continue
@@ -165,7 +167,7 @@ def _join_listed_tools(
         names_listed = [n for n in listed if isinstance(n, str)]
         if not names_listed or len(names_listed) != len(listed):
             continue
-        for model, names in offered:
+        for names, model in offered.items():
             if _in_order(names_listed, names):
                 groups.join(
                     model.id,
