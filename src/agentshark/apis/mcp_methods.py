@@ -42,7 +42,7 @@ from agentshark.apis.model import (
     ToolCallResponsePart,
     UriPart,
 )
-from agentshark.jsonrpc import id_text, id_type, message_kind
+from agentshark.jsonrpc import IdKey, id_text, id_type, message_kind
 
 TRACE_META = ("traceparent", "tracestate", "baggage")
 MCP_META = "io.modelcontextprotocol/"
@@ -53,6 +53,15 @@ def set_jsonrpc_id(value: Json, call: Call, where: str = "request body") -> None
     if text is not None:
         call.ids["jsonrpc_id"] = text
         call.id_sources["jsonrpc_id"] = f"{where} id (JSON {id_type(value)})"
+
+
+def jsonrpc_id_key(call: Call) -> IdKey | None:
+    """The key (:func:`agentshark.jsonrpc.id_key`) of the id :func:`set_jsonrpc_id` put on
+    ``call``: its text, and whether it was a JSON string (said by its source)."""
+    text = call.ids.get("jsonrpc_id")
+    if text is None:
+        return None
+    return call.id_sources.get("jsonrpc_id", "").endswith("(JSON string)"), text
 
 
 def meta_ids(params: Json, call: Call) -> None:

@@ -106,11 +106,8 @@ class McpSessions:
 
     @staticmethod
     def _key(session: str, call: Call) -> Key | None:
-        text = call.ids.get("jsonrpc_id")
-        if text is None:
-            return None
-        is_string = call.id_sources.get("jsonrpc_id", "").endswith("(JSON string)")
-        return session, (is_string, text)
+        found = mcp_methods.jsonrpc_id_key(call)
+        return None if found is None else (session, found)
 
     def _from_stream(self, call: Call, session: str) -> list[Call]:
         """Server requests and (HTTP+SSE) responses carried by ``call``'s reply stream."""
