@@ -21,7 +21,7 @@ from agentshark.sources.vcr import read_vcr
 from tests.helpers import CORPUS
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "documents"
-WHAT_WE_READ = "agentshark reads pcap, pcapng, HAR 1.2 and vcrpy cassettes"
+WHAT_WE_READ = "agentshark reads pcap, pcapng, HAR 1.2, vcrpy cassettes and MCP stdio transcripts"
 
 # --- sniff_format --------------------------------------------------------------------------
 

@@ -175,7 +175,8 @@ def _analyze(
         yield from stdio.flush()
         raise InputError(
             f"{name}: not a format agentshark reads (starts with {head[:16]!r}); "
-            "give it a pcap or pcapng capture, a HAR 1.2 file or a vcrpy cassette"
+            "give it a pcap or pcapng capture, a HAR 1.2 file, a vcrpy cassette or an MCP stdio "
+            "transcript (JSON-RPC lines)"
         )
     data = stream.read()
     report.bytes = len(data)

@@ -35,7 +35,7 @@ _WHITESPACE = b" \t\r\n"
 # C0 controls that never appear in a text document (tab, LF, VT, FF, CR and ESC may).
 _BINARY_CONTROLS = re.compile(r"[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f]")
 
-_WHAT_WE_READ = "agentshark reads pcap, pcapng, HAR 1.2 and vcrpy cassettes"
+_WHAT_WE_READ = "agentshark reads pcap, pcapng, HAR 1.2, vcrpy cassettes and MCP stdio transcripts"
 
 
 class Document(NamedTuple):
