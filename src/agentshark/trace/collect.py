@@ -140,29 +140,28 @@ class Analysis:
 
     def watch(self, items: Iterator[Item]) -> Iterator[Item]:
         """Pass ``items`` through, keeping what the traces need."""
-        pending: HttpRequest | None = None
-        last_url = ("", "")  # (exchange id, URL) of the last exchange
+        last: Exchange | None = None  # the latest exchange no call has claimed yet
         for item in items:
             if type(item) is Exchange:
                 self.exchanges += 1
-                if item.request is not None:
-                    last_url = (item.id, item.request.url)
                 if item.connection is not None:
                     self._connection[item.id] = item.connection
-                if pending is not None:
-                    self.http.append(pending)
-                pending = _request(item)
+                self._unclaimed(last)
+                last = item
             elif isinstance(item, Call):
-                if pending is not None and pending.exchange_id == item.exchange_id:
-                    pending = None
-                if last_url[0] == item.exchange_id and is_model_call(item):
-                    self.model_hosts.add(urlsplit(last_url[1]).netloc)
+                if last is not None and last.id == item.exchange_id:
+                    if is_model_call(item) and last.request is not None:
+                        self.model_hosts.add(urlsplit(last.request.url).netloc)
+                    last = None
                 yield item  # written whole before it is slimmed
                 self.calls.append(slim(item, self._shared))
                 continue
             yield item
-        if pending is not None:
-            self.http.append(pending)
+        self._unclaimed(last)
+
+    def _unclaimed(self, exchange: Exchange | None) -> None:
+        if exchange is not None and (req := _request(exchange)) is not None:
+            self.http.append(req)
 
     def not_understood(self) -> int:
         """HTTP exchanges no family claimed and no trace took as a tool execution."""
