@@ -134,8 +134,8 @@ def test_websocket_capture_up_to_the_upgrade() -> None:
     "name", ["https_tls13_h2", "https_tls12_h1", "llm_sdk_openai", "llm_sdk_anthropic"]
 )
 def test_tls_without_keys_reported_as_encrypted_connections(name: str) -> None:
-    """These shared captures come without their key log: each connection is reported as
-    TLS with its handshake facts, byte counts and one diagnostic saying what to do."""
+    """Read without their key log (capture.pcap, no --keylog): each connection is reported
+    as TLS with its handshake facts, byte counts and one diagnostic saying what to do."""
     exchanges, conns, source = analyze(name)
     t = truth(name)
     assert exchanges == []
@@ -155,12 +155,18 @@ def test_tls_without_keys_reported_as_encrypted_connections(name: str) -> None:
 
 
 def _tcp_payload_bytes(path: Any) -> int:
-    """Independent count: TCP payload bytes of an Ethernet/IPv4-or-6 pcap, minus
-    retransmitted sequence ranges (none on loopback)."""
+    """Independent count: the distinct TCP payload bytes of an Ethernet/IPv4-or-6 pcap.
+
+    Per direction (source address and port to destination address and port), each segment
+    covers the sequence range [seq, seq + payload length) taken relative to the first
+    sequence number seen in that direction (modulo 2**32, RFC 9293 section 3.4); the ranges
+    are merged, so a retransmitted or overlapping range counts once.
+    """
     import struct
 
     data = path.read_bytes()
-    total = 0
+    ranges: dict[tuple[bytes, bytes], list[tuple[int, int]]] = {}
+    first: dict[tuple[bytes, bytes], int] = {}
     pos = 24
     while pos + 16 <= len(data):
         incl = struct.unpack_from("<I", data, pos + 8)[0]
@@ -173,12 +179,24 @@ def _tcp_payload_bytes(path: Any) -> int:
             tot = struct.unpack_from("!H", ip, 2)[0]
             if ip[9] != 6:
                 continue
-            tcp = ip[ihl:tot]
+            src, dst, tcp = ip[12:16], ip[16:20], ip[ihl:tot]
         elif ethertype == 0x86DD:
             if ip[6] != 6:
                 continue
+            src, dst = ip[8:24], ip[24:40]
             tcp = ip[40 : 40 + struct.unpack_from("!H", ip, 4)[0]]
         else:
             continue
-        total += len(tcp) - (tcp[12] >> 4) * 4
+        key = (src + tcp[0:2], dst + tcp[2:4])
+        seq = struct.unpack_from("!I", tcp, 4)[0]
+        length = len(tcp) - (tcp[12] >> 4) * 4
+        start = (seq - first.setdefault(key, seq)) % 2**32
+        if length:
+            ranges.setdefault(key, []).append((start, start + length))
+    total = 0
+    for spans in ranges.values():
+        end = -1
+        for lo, hi in sorted(spans):
+            total += max(0, hi - max(lo, end))
+            end = max(end, hi)
     return total
