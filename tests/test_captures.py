@@ -12,7 +12,7 @@ from agentshark.framing import decode_stream
 from agentshark.framing.events import SseEvent
 from agentshark.http.content import decode_body
 from agentshark.model import Exchange, header
-from agentshark.pipeline import ConnectionReport, SourceReport
+from agentshark.pipeline import ConnectionReport, Options, SourceReport
 from tests.helpers import CAPTURES, Collected
 
 
@@ -200,3 +200,160 @@ def _tcp_payload_bytes(path: Any) -> int:
             total += max(0, hi - max(lo, end))
             end = max(end, hi)
     return total
+
+
+# -- the TLS captures, decrypted with their key logs -------------------------------------
+
+# Two ways each TLS capture carries its keys: the NSS key log next to it (--keylog), and a
+# pcapng copy with the key log embedded as a Decryption Secrets Block (no option needed).
+TLS_FORMS = {"keylog": ("capture.pcap", "keylog.txt"), "dsb": ("capture.dsb.pcapng", None)}
+
+
+def analyze_tls(name: str, form: str) -> Collected:
+    pcap, keys = TLS_FORMS[form]
+    keylogs = [str(CAPTURES / name / keys)] if keys else []
+    got = Collected([str(CAPTURES / name / pcap)], Options(keylogs=keylogs, calls=True))
+    got.exchanges.sort(key=lambda e: e.started or 0.0)
+    return got
+
+
+def _decrypted(got: Collected, name: str) -> None:
+    """Every connection decrypted, every byte accounted, no diagnostic anywhere."""
+    assert got.connections and all(
+        c.tls is not None and c.tls["decrypted"] for c in got.connections
+    )
+    assert all(c.diagnostics == [] and c.connection.gaps == [0, 0] for c in got.connections)
+    assert all(not s.diagnostics for s in got.sources if s.format != "keylog")
+    payload = sum(c.connection.bytes[0] + c.connection.bytes[1] for c in got.connections)
+    assert payload == _tcp_payload_bytes(CAPTURES / name / "capture.pcap")
+    assert all(ex.complete and not ex.diagnostics for ex in got.exchanges)
+
+
+@pytest.mark.parametrize("form", sorted(TLS_FORMS))
+@pytest.mark.parametrize("name", ["https_tls13_h2", "https_tls12_h1"])
+def test_https_captures_decrypt_to_the_truth(name: str, form: str) -> None:
+    """Each request httpx recorded, field by field, as the decrypted capture shows it."""
+    got = analyze_tls(name, form)
+    _decrypted(got, name)
+    t = truth(name)
+    assert len(got.exchanges) == t["request_count"] == len(t["requests"])
+    by_path: dict[str, list[Exchange]] = {}
+    for ex in got.exchanges:
+        assert ex.request is not None
+        by_path.setdefault(ex.request.target, []).append(ex)
+    for want in t["requests"]:
+        ex = by_path[want["path"]].pop(0)
+        assert ex.request is not None and ex.response is not None and ex.tls is not None
+        assert ex.request.method == want["method"]
+        assert ex.response.status == want["status"]
+        assert ex.response.version == want["http_version"]
+        assert ex.stream == want["h2_stream_id"] or want["h2_stream_id"] is None
+        assert ex.tls["version"] == want["tls_version"].replace("TLSv", "TLS ")
+        assert ex.tls["alpn"] == want["alpn"]
+        assert header(ex.response.headers, "content-type") == want["content_type"]
+        assert header(ex.response.headers, "content-encoding") == want["content_encoding"]
+        if want["wire_content_length"] is not None:
+            assert ex.response.body.size == int(want["wire_content_length"])
+            assert header(ex.response.headers, "content-length") == want["wire_content_length"]
+        if want["decoded_body_bytes"] is not None:
+            body = decoded(ex)
+            assert len(body) == want["decoded_body_bytes"]
+            if want.get("model_ids"):
+                assert [m["id"] for m in json.loads(body)["data"]] == want["model_ids"]
+        if "sse_data_events" in want:
+            events = sse_data_events(ex)
+            assert len(events) == want["sse_data_events"]
+            assert (events[-1].data == "[DONE]") == want["done_marker"]
+            text = "".join(
+                c["delta"].get("content") or ""
+                for e in events
+                if e.data != "[DONE]"
+                for c in json.loads(e.data)["choices"]
+            )
+            assert text == want["assembled_text"]
+    assert not any(by_path.values())
+
+
+def _request_json(ex: Exchange) -> dict[str, Any]:
+    assert ex.request is not None
+    body: dict[str, Any] = json.loads(b"".join(p for _, p in ex.request.body.pieces))
+    return body
+
+
+def _text(call: dict[str, Any]) -> str:
+    return "".join(
+        p["content"] for m in call["output_messages"] for p in m["parts"] if p["type"] == "text"
+    )
+
+
+def _tool_calls(call: dict[str, Any]) -> list[dict[str, Any]]:
+    return [p for m in call["output_messages"] for p in m["parts"] if p["type"] == "tool_call"]
+
+
+def _stream_types(ex: Exchange) -> list[str]:
+    """The event type of each SSE event (the ``event:`` field, else the data's "type")."""
+    return [e.event or json.loads(e.data)["type"] for e in sse_data_events(ex)]
+
+
+@pytest.mark.parametrize("form", sorted(TLS_FORMS))
+@pytest.mark.parametrize("name", ["llm_sdk_openai", "llm_sdk_anthropic"])
+def test_sdk_captures_decrypt_to_what_the_sdk_saw(name: str, form: str) -> None:
+    """The official SDK's own records (its httpx request and response hooks, and the
+    values its methods returned) against the decrypted capture and the calls parsed from
+    it: method, URL, headers, body keys and stream flag of each request; status, version
+    and content type of each response; id, text, usage, finish reason, tool calls and
+    stream events of each call."""
+    got = analyze_tls(name, form)
+    _decrypted(got, name)
+    t = truth(name)
+    requests = [e for e in t["http_exchanges"] if e["event"] == "request"]
+    responses = [e for e in t["http_exchanges"] if e["event"] == "response"]
+    assert len(got.exchanges) == len(requests) == len(responses) == t["http_request_count"]
+    for ex, req, resp in zip(got.exchanges, requests, responses, strict=True):
+        assert ex.request is not None and ex.response is not None
+        assert (ex.request.method, ex.request.url) == (req["method"], req["url"])
+        for key, value in req["headers"].items():
+            seen = header(ex.request.headers, key)
+            assert seen is not None if value == "<present>" else seen == value, key
+        body = _request_json(ex)
+        assert sorted(body) == sorted(req["body_keys"])
+        assert body.get("stream") == req["stream_flag"]
+        assert resp["url"] == ex.request.url
+        assert ex.response.status == resp["status"]
+        assert ex.response.version == resp["http_version"]
+        assert header(ex.response.headers, "content-type") == resp["content_type"]
+    calls = [c.to_json() for c in got.calls]
+    assert [c["exchange_id"] for c in calls] == [ex.id for ex in got.exchanges]
+    for call, ex, want in zip(calls, got.exchanges, t["calls"], strict=True):
+        assert call["api"] == want["api"].removesuffix(".completions")
+        assert call["stream"] == want["stream"]
+        assert call["complete"] and call["diagnostics"] == []
+        if "id" in want:
+            assert call["response_id"] == want["id"]
+        if "text" in want:
+            assert _text(call) == want["text"]
+        finish = want.get("finish_reason") or want.get("stop_reason")
+        if finish is not None:
+            assert call["finish_reasons"] == [finish]
+        if "usage" in want:
+            usage = want["usage"]
+            assert call["usage"]["input_tokens"] == usage.get(
+                "prompt_tokens", usage.get("input_tokens")
+            )
+            assert call["usage"]["output_tokens"] == usage.get(
+                "completion_tokens", usage.get("output_tokens")
+            )
+        for got_tool, want_tool in zip(
+            _tool_calls(call), want.get("tool_calls", want.get("tool_uses", [])), strict=True
+        ):
+            assert (got_tool["id"], got_tool["name"]) == (want_tool["id"], want_tool["name"])
+            if "input" in want_tool:
+                assert got_tool["arguments"] == want_tool["input"]
+            else:
+                assert got_tool["arguments_raw"] == want_tool["arguments"]
+        if "event_types" in want:
+            # The anthropic SDK's stream skips "ping" events; the wire has them.
+            types = [t for t in _stream_types(ex) if t != "ping"]
+            assert types == want["event_types"] and len(types) == want["events"]
+        if "chunks" in want:  # the SDK stops at [DONE] and does not count it
+            assert len([e for e in sse_data_events(ex) if e.data != "[DONE]"]) == want["chunks"]

@@ -2,8 +2,8 @@
 
 The project's loopback captures (tests/data/captures, made by scripts/make_tls_captures.py)
 cover the TLS and HTTP/2 cases the shared captures lack; the shared h2c captures come from
-../shared/captures. The shared TLS captures hold no key log, so only their encrypted
-reporting is tested here (tests/test_captures.py).
+../shared/captures. The shared TLS captures, decrypted with their key logs, are compared
+with their truth in tests/test_captures.py.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """Real captures: the loopback captures with key logs (tests/data/captures), the corpus pcapng
-files with embedded keys, and the shared captures (whose key logs are not in ../shared)."""
+files with embedded keys, and the shared TLS captures, read without keys, with their
+``keylog.txt``, and as ``capture.dsb.pcapng`` (the key log embedded in the file)."""
 
 from __future__ import annotations
 
@@ -197,19 +198,34 @@ def test_shared_capture_without_keys(name: str) -> None:
     assert {f"TLSv{v[4:]}" for v in versions if v} == expected
 
 
+SHARED_FORMS = {"keylog": ("capture.pcap", "keylog.txt"), "dsb": ("capture.dsb.pcapng", None)}
+
+
+@pytest.mark.parametrize("form", sorted(SHARED_FORMS))
 @pytest.mark.parametrize("name", SHARED_TLS)
-def test_shared_capture_with_keys(name: str) -> None:
-    keys = CAPTURES / name / "keys.log"
-    if not keys.exists():
-        pytest.skip(f"{name}/keys.log is not in ../shared (the captures README says it should be)")
+def test_shared_capture_with_keys(name: str, form: str) -> None:
+    """Every connection decrypts, from its first record to its last, under the version and
+    ALPN the client recorded; the plaintext starts as HTTP/2 or HTTP/1.1 does."""
+    pcap, keys = SHARED_FORMS[form]
     truth = json.loads((CAPTURES / name / "truth.json").read_text())
-    cap = capture(CAPTURES / name / "capture.pcap")
-    for result in decrypt_all(cap, keylog_for(cap, keys)).values():
-        assert result.diagnostics == [] and result.tls.info.decrypted
-        client = bytes(result.plaintext[0])
-        if result.tls.info.alpn == "h2":
+    cap = capture(CAPTURES / name / pcap)
+    assert bool(cap.secrets) == (keys is None)  # the DSB copy carries the key log itself
+    results = decrypt_all(cap, keylog_for(cap, CAPTURES / name / keys if keys else None))
+    want = {(r["tls_version"], r["alpn"]) for r in truth.get("requests", [])} or {
+        ("TLSv1.3", "http/1.1")  # the SDK captures: httpx over TLS 1.3, no HTTP/2
+    }
+    seen = set()
+    for result in results.values():
+        info = result.tls.info
+        assert result.diagnostics == [] and info.decrypted
+        assert info.version is not None and info.alpn is not None
+        seen.add((f"TLSv{info.version[4:]}", info.alpn))
+        client, server = (bytes(p) for p in result.plaintext)
+        if info.alpn == "h2":
             assert client.startswith(H2_PREFACE)
         else:
             assert client.split(b" ", 1)[0] in (b"GET", b"POST")
-        for request in truth.get("requests", []):
-            assert result.tls.info.alpn == request["alpn"]
+            assert server.startswith(b"HTTP/1.1 200 ")
+    assert seen == want
+    if truth.get("http2") is False:
+        assert all(r.tls.info.alpn == "http/1.1" for r in results.values())
