@@ -471,7 +471,7 @@ def _server_side(part: Part) -> bool:
 def _part_key(part: Part, *, strict: bool) -> Json | None:
     """What a replay must keep of a part; None for what it may drop."""
     if isinstance(part, TextPart):
-        text = part.content if strict else part.content.strip()
+        text = part.content.strip()  # a replayed turn may lose the whitespace around a text
         return ["text", text] if text or strict else None
     if isinstance(part, ReasoningPart):
         return None
