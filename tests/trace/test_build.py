@@ -382,3 +382,37 @@ def test_a2a_1_0_chunks_keep_their_spaces() -> None:
     sent = "".join(t for e in step["events"] for t in e.get("artifact_text", []))
     results = _results(analysis(root / "capture.pcap"))
     assert results["execute_tool SendStreamingMessage"] == "done\n" + sent
+
+
+GOOSE = CORPUS / "block__goose/crates/goose/tests/mcp_replays"
+
+
+def _stdio_traces(*paths: Path) -> tuple[list[Trace], list[Call]]:
+    a = Analysis()
+    for _ in a.watch(run([str(p) for p in paths], Options(calls=True))):
+        pass
+    a.finish()
+    return a.traces, a.calls
+
+
+def test_mcp_stdio_session_is_one_trace() -> None:
+    """An MCP stdio transcript is one session (one server process), as an HTTP session with
+    its Mcp-Session-Id is: the merged transcript, and its two one-direction files."""
+    stdio = SHARED_CAPTURES / "mcp_stdio_time"
+    for paths in ((stdio / "transcript.jsonl",), (stdio / "c2s.jsonl", stdio / "s2c.jsonl")):
+        traces, calls = _stdio_traces(*paths)
+        (trace,) = traces
+        assert trace.origin == "mcp_session" and set(trace.calls) == {c.id for c in calls}
+        assert len(calls) == 10
+        (conn,) = {e["connection"] for e in trace.evidence}
+        assert isinstance(conn, str) and conn.endswith("stdio1")
+        tools = [s for s in trace.spans if s.kind == "tool"]
+        assert len(tools) == 4 and all(s.execution == s.call_id for s in tools)
+
+
+def test_goose_replays_are_one_trace_each() -> None:
+    paths = sorted(GOOSE.iterdir())
+    traces, calls = _stdio_traces(*paths)
+    assert len(paths) == 3 and len(traces) == 3
+    assert all(t.origin == "mcp_session" for t in traces)
+    assert sum(len(t.calls) for t in traces) == len(calls)

@@ -178,7 +178,9 @@ class Analysis:
         claimed = {c.exchange_id for c in self.calls}  # MCP calls can come late
         self.http = [h for h in self.http if h.exchange_id not in claimed]
         self.links = link_history(self.calls)
-        self.traces = build_traces(self.calls, self.links, self.http, self.model_hosts)
+        self.traces = build_traces(
+            self.calls, self.links, self.http, self.model_hosts, self._connection
+        )
         connection_hints(self.traces, self.calls, self._connection)
         self.incidents = find_incidents(self.calls, self.traces, self.links)
 
