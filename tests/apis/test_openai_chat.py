@@ -1387,3 +1387,27 @@ def test_other_endpoints_never_raise() -> None:
                     body = sse(changed, response, "[DONE]")
                     x = exchange(request, body, url=url, content_type=SSE)
                     recognize(x, "c", registry=FAMILIES)
+
+
+CHAT_STREAM = (
+    CORPUS / "open-telemetry__opentelemetry-python-contrib/instrumentation-genai/"
+    "opentelemetry-instrumentation-openai-v2/tests/cassettes/"
+    "test_async_chat_completion_streaming.yaml"
+)
+
+
+@pytest.mark.skipif(not CHAT_STREAM.exists(), reason=f"no corpus at {CORPUS}")
+def test_stream_chunk_json_but_not_an_object_is_said() -> None:
+    from tests.apis.test_openai_endpoints import recorded, with_events
+
+    clean = chat(recorded(CHAT_STREAM))
+    assert clean.stream and clean.complete and texts(clean)
+    x, at = with_events(recorded(CHAT_STREAM), b"data: [1, 2]\n\n" + b"data: null\n\n")
+    call = chat(x)
+    assert texts(call) == texts(clean) and call.complete == clean.complete
+    bad = [d for d in call.diagnostics if d.code == "openai_chat.bad_chunk"]
+    assert [d.location for d in bad] == [
+        f"{x.id} response body byte {at}",
+        f"{x.id} response body byte {at + len(b'data: [1, 2]') + 2}",
+    ]
+    assert all("is JSON but not an object" in d.message for d in bad)

@@ -125,6 +125,13 @@ def parse_stream(view: ExchangeView, call: Call, *, complete: bool) -> dict[str,
             )
             continue
         if not isinstance(chunk, dict):
+            call.diagnostics.append(
+                Diagnostic(
+                    code="openai_chat.bad_chunk",
+                    message=f"stream event {n} is JSON but not an object ({data[:40]!r}): skipped",
+                    location=f"{where} byte {item.offset}",
+                )
+            )
             continue
         if chunk.get("error") is not None or item.event == "error":
             found = error_from_json(chunk, None, f"stream event {n}")
