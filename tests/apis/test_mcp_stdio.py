@@ -210,7 +210,7 @@ def test_a_byte_not_utf8_keeps_its_line(
     (call,) = [c for c in calls if "\ufffd" in orjson.dumps(c.input_messages[:1]).decode()]
     assert call.operation == "tools/call" and call.complete
     (asked,) = [p for p in call.input_messages[0].parts if isinstance(p, ToolCallPart)]
-    assert "\ufffd" in orjson.dumps(asked.arguments).decode() + asked.name
+    assert "\ufffd" in orjson.dumps([asked.arguments, asked.name]).decode()
     # a merged record's "line" is text: the replaced line is UTF-8; the other layouts keep
     # the bytes as written, and the call says where its body is not UTF-8
     body = [d.code for d in call.diagnostics if d.code == "body.invalid_utf8"]

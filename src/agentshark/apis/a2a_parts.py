@@ -169,7 +169,7 @@ def message_from(raw: Json, *, finish_reason: str | None = None) -> Message | No
         return None
     role = raw.get("role")
     return Message(
-        role=role if isinstance(role, str) and role else "unknown",
+        role=role if isinstance(role, str) else None,
         parts=_parts(raw.get("parts")),
         finish_reason=finish_reason,
     )

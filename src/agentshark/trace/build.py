@@ -371,7 +371,7 @@ def _same_tool(part: ToolCallPart, call: Call) -> tuple[str, float] | None:
             return None
         if asked.name == part.name:
             return f"MCP tools/call {asked.name} with the same arguments", 1.0
-        if part.name.endswith(asked.name):
+        if part.name is not None and asked.name and part.name.endswith(asked.name):
             return f"MCP tools/call {asked.name} (a suffix of {part.name}), same arguments", 0.8
         return None
     values = _argument_values(part.arguments)

@@ -403,7 +403,7 @@ def _span(start: int, end: int) -> str:
 # -- keys ------------------------------------------------------------------------------------
 
 
-def _role(message: Message, *, output: bool) -> str:
+def _role(message: Message, *, output: bool) -> str | None:
     return ASSISTANT if output else message.role
 
 
@@ -442,7 +442,7 @@ def _reasoning(messages: Sequence[tuple[Message, bool]]) -> list[Json]:
     ]
 
 
-def _parts_key(parts: Iterable[Part], *, role: str) -> list[Json]:
+def _parts_key(parts: Iterable[Part], *, role: str | None) -> list[Json]:
     """The loose keys of ``parts``: what a replay must keep (server-side parts of an
     assistant turn aside)."""
     keep = (p for p in parts if role != ASSISTANT or not _server_side(p))

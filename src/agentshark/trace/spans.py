@@ -246,7 +246,7 @@ def _tool_span(
         span_id_source=source,
         parent_id=agent_id,
         kind="tool",
-        name=f"execute_tool {name}",
+        name=f"execute_tool {name}" if name is not None else "execute_tool",
         started=started,
         ended=ended,
         call_id=ex.id if isinstance(ex, Call) else None,
@@ -265,7 +265,7 @@ def _anchor(tool: ToolUse) -> str:
     return exec_id(tool.execution) if tool.execution is not None else ""
 
 
-def _executed_name(ex: Call | HttpRequest | None) -> str:
+def _executed_name(ex: Call | HttpRequest | None) -> str | None:
     if isinstance(ex, Call):
         asked = asked_tool(ex)
         return asked.name if asked is not None else str(ex.operation)
