@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -168,6 +169,11 @@ def test_capture_stream(capture_calls: list[Call], truth: dict[str, Any]) -> Non
     out = call.output_messages[0]
     text = "".join(p.content for p in out.parts if isinstance(p, TextPart))
     assert text == "".join(e["text"] for e in step["events"] if "text" in e)
+    # the chunks of the artifact are one part: "The weather in Toky" + "o is 24C and sunny."
+    (part,) = [
+        p for p in out.parts if isinstance(p, TextPart) and p.provider_details.get("artifact_id")
+    ]
+    assert part.content == text and part.provider_details["artifact_id"] == "forecast"
     assert call.finish_reasons == [_wire_state(truth, step["events"][-1]["state"])]
     assert call.timing.first_token is not None
     assert call.timing.first_byte is not None
@@ -348,7 +354,8 @@ def test_streaming_message_1_0() -> None:
     ]
     assert call.extras["stream_events"][-1]["state"] == "TASK_STATE_COMPLETED"
     (out,) = call.output_messages
-    assert [p.content for p in out.parts if isinstance(p, TextPart)] == ["Hello, ", "world"]
+    # two chunks of one artifact ("append": true): one text, joined as sent
+    assert [p.content for p in out.parts if isinstance(p, TextPart)] == ["Hello, world"]
     assert call.finish_reasons == ["TASK_STATE_COMPLETED"]
     assert call.ids["a2a_task_id"] == "t-9"
     assert call.id_sources["a2a_task_id"] == "response event 0 $.result.task.id"
@@ -802,3 +809,22 @@ def test_rest_request_wrapped_as_request() -> None:
     )
     assert call.input_messages[0].role == "ROLE_USER"
     assert call.id_sources["a2a_message_id"] == "request $.request.messageId"
+
+
+@pytest.mark.parametrize("binding", ["a2a_v1_jsonrpc", "a2a_v1_rest"])
+def test_1_0_capture_stream_chunks_are_one_text(binding: str) -> None:
+    """The a2a-sdk 1.0 captures: six artifact chunks ("packets", " on", " loopback"...)."""
+    root = Path(__file__).parent.parent / "data" / "captures" / binding
+    truth = json.loads((root / "truth.json").read_text())
+    (step,) = [s for s in truth["steps"] if s["label"].startswith("SendStreamingMessage")]
+    chunks = [t for e in step["events"] for t in e.get("artifact_text", [])]
+    collected = Collected([str(root / "capture.pcap")])
+    calls = [recognize(ex, ex.id, registry=FAMILIES) for ex in collected.exchanges]
+    (call,) = [c for c in calls if c is not None and c.operation == "SendStreamingMessage"]
+    assert len(chunks) == 6 and call.complete
+    (part,) = [
+        p
+        for p in call.output_messages[0].parts
+        if isinstance(p, TextPart) and p.provider_details.get("artifact_id")
+    ]
+    assert part.content == "".join(chunks)

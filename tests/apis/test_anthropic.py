@@ -1174,3 +1174,28 @@ def test_openai_responses_error_stream_is_not_claimed() -> None:
 
 if __name__ == "__main__":
     regenerate()
+
+
+def test_tool_use_without_a_string_name_is_a_tool_call_named_null() -> None:
+    blocks = [
+        {"type": "tool_use", "id": "a", "input": {"q": 1}},
+        {"type": "tool_use", "id": "b", "name": 3, "input": {}},
+    ]
+    body = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude",
+        "content": blocks,
+        "stop_reason": "tool_use",
+    }
+    request = {"model": "claude", "max_tokens": 5, "messages": [{"role": "user", "content": "x"}]}
+    call = parse(exchange(request, orjson.dumps(body)))
+    first, second = output_parts(call)
+    assert isinstance(first, ToolCallPart) and isinstance(second, ToolCallPart)
+    assert (first.name, first.arguments, "raw_name" in first.provider_details) == (
+        None,
+        {"q": 1},
+        False,
+    )
+    assert (second.name, second.provider_details["raw_name"]) == (None, 3)

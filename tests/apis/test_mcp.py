@@ -683,3 +683,15 @@ def test_with_every_family_registered() -> None:
             assert together.api == "mcp", (name, x.id)
         else:
             assert alone is not None and together.api == alone.api != "mcp", (name, x.id)
+
+
+def test_tools_call_without_a_string_name_is_not_invented() -> None:
+    for sent, details in ((None, {}), (42, {"raw_name": 42})):
+        params: dict[str, Any] = {"arguments": {"a": 1}}
+        if sent is not None:
+            params["name"] = sent
+        answer = {"jsonrpc": "2.0", "id": 1, "result": {"content": []}}
+        call = parse(exchange(rpc("tools/call", params), orjson.dumps(answer)))
+        (part,) = call.input_messages[0].parts
+        assert isinstance(part, ToolCallPart)
+        assert (part.name, part.provider_details, part.arguments) == (None, details, {"a": 1})

@@ -163,3 +163,100 @@ def test_interleave_puts_answers_after_their_requests() -> None:
         ("s2c", None),
         ("s2c", None),
     ]
+
+
+# -- one bad line costs that line, not the file ------------------------------------------------
+
+
+def _spoil(data: bytes, line_no: int, old: bytes, new: bytes) -> bytes:
+    """``data`` with the first ``old`` of its line ``line_no`` (1-based) replaced by ``new``."""
+    lines = data.split(b"\n")
+    assert old in lines[line_no - 1], (line_no, old)
+    lines[line_no - 1] = lines[line_no - 1].replace(old, new, 1)
+    return b"\n".join(lines)
+
+
+def _summary(calls: list[Call]) -> list[tuple[str | None, str | None, bool]]:
+    return [(c.operation, c.ids.get("jsonrpc_id"), c.complete) for c in calls]
+
+
+# (file or files, the line spoiled, text in it a 0xFF byte goes after)
+_ONE_BYTE = [
+    ("merged", (STDIO / "transcript.jsonl",), 8, b"Europe/Par"),
+    ("one-direction", (STDIO / "c2s.jsonl", STDIO / "s2c.jsonl"), 5, b"Europe/Par"),
+    ("goose", (EVERYTHING,), 9, b'"name":"'),
+]
+
+
+@needs_stdio
+@needs_goose
+@pytest.mark.parametrize(
+    ("layout", "paths", "line_no", "after"), _ONE_BYTE, ids=[c[0] for c in _ONE_BYTE]
+)
+def test_a_byte_not_utf8_keeps_its_line(
+    tmp_path: Path, layout: str, paths: tuple[Path, ...], line_no: int, after: bytes
+) -> None:
+    clean, _ = calls_of(*paths)
+    spoiled = [tmp_path / p.name for p in paths]
+    for src, dst in zip(paths, spoiled, strict=True):
+        data = src.read_bytes()
+        if src == paths[0]:
+            data = _spoil(data, line_no, after, after + b"\xff")
+        dst.write_bytes(data)
+    calls, sources = calls_of(*spoiled)
+    assert _summary(calls) == _summary(clean), layout
+    (said,) = [d for s in sources for d in s.diagnostics if d.code == "stdio.invalid_utf8"]
+    assert said.location == f"{spoiled[0]} line {line_no}"
+    (call,) = [c for c in calls if "\ufffd" in orjson.dumps(c.input_messages[:1]).decode()]
+    assert call.operation == "tools/call" and call.complete
+    (asked,) = [p for p in call.input_messages[0].parts if isinstance(p, ToolCallPart)]
+    assert "\ufffd" in orjson.dumps([asked.arguments, asked.name]).decode()
+    # a merged record's "line" is text: the replaced line is UTF-8; the other layouts keep
+    # the bytes as written, and the call says where its body is not UTF-8
+    body = [d.code for d in call.diagnostics if d.code == "body.invalid_utf8"]
+    assert body == ([] if layout == "merged" else ["body.invalid_utf8"])
+
+
+@needs_stdio
+@needs_goose
+@pytest.mark.parametrize(
+    ("layout", "paths", "line_no", "after"), _ONE_BYTE, ids=[c[0] for c in _ONE_BYTE]
+)
+def test_a_garbled_line_costs_that_line(
+    tmp_path: Path, layout: str, paths: tuple[Path, ...], line_no: int, after: bytes
+) -> None:
+    clean, _ = calls_of(*paths)
+    spoiled = [tmp_path / p.name for p in paths]
+    for src, dst in zip(paths, spoiled, strict=True):
+        lines = src.read_bytes().split(b"\n")
+        if src == paths[0]:
+            lines[line_no - 1] = lines[line_no - 1][: lines[line_no - 1].index(after)]
+        dst.write_bytes(b"\n".join(lines))
+    calls, sources = calls_of(*spoiled)
+    (bad,) = [d for s in sources for d in s.diagnostics if d.code == "stdio.bad_line"]
+    assert bad.location == f"{spoiled[0]} line {line_no}"
+    lost = [c for c in _summary(clean) if c not in _summary(calls)]
+    assert len(lost) == 1 and lost[0][0] == "tools/call", layout  # the request spoiled
+    orphans = [d for s in sources for d in s.diagnostics if d.code == "stdio.orphan_response"]
+    assert len(orphans) == 1  # its answer stays, an exchange with no request
+
+
+@needs_goose
+def test_a_bad_byte_at_the_very_start_keeps_the_file(tmp_path: Path) -> None:
+    path = tmp_path / EVERYTHING.name
+    path.write_bytes(_spoil(EVERYTHING.read_bytes(), 1, b'"initialize', b'"init\xff'))
+    calls, sources = calls_of(path)
+    clean, _ = calls_of(EVERYTHING)
+    assert sources[0].format == "stdio" and len(calls) == len(clean)
+    assert calls[0].operation == "init\ufffd" and calls[0].complete
+
+
+@needs_stdio
+def test_two_lines_one_garbled_is_still_a_transcript(tmp_path: Path) -> None:
+    first, second = (STDIO / "transcript.jsonl").read_bytes().split(b"\n")[:2]
+    path = tmp_path / "two.jsonl"
+    path.write_bytes(first + b"\n" + second[: len(second) // 2] + b"\n")
+    calls, sources = calls_of(path)
+    assert sources[0].format == "stdio"
+    assert _summary(calls) == [("initialize", "1", False)]
+    assert [d.code for d in sources[0].diagnostics] == ["stdio.bad_line"]

@@ -227,7 +227,7 @@ def test_seed_3_3_stream_with_the_quotes_fixed() -> None:
     body = fixture("s000_3_3_stream.sse").replace(b'\\\\"', b'\\"')
     call = chat(exchange(fixture("s000_3_1_request.json"), body, content_type=SSE))
     (tool,) = tools(call)
-    assert (tool.id, tool.name, tool.arguments) == (None, "", {"city": "Shanghai"})
+    assert (tool.id, tool.name, tool.arguments) == (None, None, {"city": "Shanghai"})
     assert call.output_messages[0].parts[0] == TextPart(content="上海今天晴")
 
 
@@ -925,7 +925,10 @@ def _with_body(x: Exchange, pieces: list[tuple[float, bytes]], *, complete: bool
     )
 
 
-def _summary(call: Call) -> list[tuple[str, list[tuple[str | None, str, str | None]], str | None]]:
+Summary = list[tuple[str, list[tuple[str | None, str | None, str | None]], str | None]]
+
+
+def _summary(call: Call) -> Summary:
     return [
         (
             "".join(p.content for p in m.parts if isinstance(p, TextPart)),
@@ -959,7 +962,7 @@ def test_cut_streams_keep_the_prefix_and_are_not_complete(name: str) -> None:
             assert w_text.startswith(text), cut
             assert len(calls) <= len(w_calls)
             for (cid, cname, raw), (wid, wname, wraw) in zip(calls, w_calls, strict=False):
-                assert cid in (None, wid) and wname.startswith(cname)
+                assert cid in (None, wid) and (cname is None or (wname or "").startswith(cname))
                 assert raw is None or (wraw or "").startswith(raw)
             assert finish in (None, w_finish)
         # an event the cut ends inside is not used: cut at a boundary, the same prefix
@@ -1387,3 +1390,85 @@ def test_other_endpoints_never_raise() -> None:
                     body = sse(changed, response, "[DONE]")
                     x = exchange(request, body, url=url, content_type=SSE)
                     recognize(x, "c", registry=FAMILIES)
+
+
+CHAT_STREAM = (
+    CORPUS / "open-telemetry__opentelemetry-python-contrib/instrumentation-genai/"
+    "opentelemetry-instrumentation-openai-v2/tests/cassettes/"
+    "test_async_chat_completion_streaming.yaml"
+)
+
+
+@pytest.mark.skipif(not CHAT_STREAM.exists(), reason=f"no corpus at {CORPUS}")
+def test_stream_chunk_json_but_not_an_object_is_said() -> None:
+    from tests.apis.test_openai_endpoints import recorded, with_events
+
+    clean = chat(recorded(CHAT_STREAM))
+    assert clean.stream and clean.complete and texts(clean)
+    x, at = with_events(recorded(CHAT_STREAM), b"data: [1, 2]\n\n" + b"data: null\n\n")
+    call = chat(x)
+    assert texts(call) == texts(clean) and call.complete == clean.complete
+    bad = [d for d in call.diagnostics if d.code == "openai_chat.bad_chunk"]
+    assert [d.location for d in bad] == [
+        f"{x.id} response body byte {at}",
+        f"{x.id} response body byte {at + len(b'data: [1, 2]') + 2}",
+    ]
+    assert all("is JSON but not an object" in d.message for d in bad)
+
+
+def test_missing_or_odd_tool_names_and_roles_are_not_invented() -> None:
+    """A tool call without a name has name None (not ""); a name that is not a string is
+    kept whole in provider_details; a role that is not a string is None, kept as sent."""
+    request = {
+        "model": "m",
+        "messages": [
+            {"role": "user", "content": "hi"},
+            {"role": 7, "content": "odd"},
+            {"content": "no role"},
+            "not a message",
+        ],
+    }
+    tool_calls = [
+        {"id": "a", "type": "function", "function": {"arguments": "{}"}},
+        {"id": "b", "type": "function", "function": {"name": 5, "arguments": "{}"}},
+    ]
+    response = {
+        "id": "r",
+        "object": "chat.completion",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": None, "tool_calls": tool_calls},
+                "finish_reason": "tool_calls",
+            }
+        ],
+    }
+    call = chat(exchange(request, response))
+    assert [m.role for m in call.input_messages] == ["user", None, None, None]
+    assert call.extras["message_fields"]["$.messages[1]"] == {"role": 7}
+    nameless, numbered = tools(call)
+    assert (nameless.name, nameless.provider_details) == (None, {})
+    assert (numbered.name, numbered.provider_details["raw_name"]) == (None, 5)
+    body = sse(
+        {"id": "s", "choices": [{"index": 0, "delta": {"role": "assistant"}}]},
+        {
+            "id": "s",
+            "choices": [
+                {
+                    "index": 0,
+                    "delta": {
+                        "tool_calls": [
+                            {"index": 0, "id": "c", "function": {"name": ["x"], "arguments": "{}"}},
+                            {"index": 1, "id": "d", "function": {"arguments": "{}"}},
+                        ]
+                    },
+                }
+            ],
+        },
+        {"id": "s", "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+        "[DONE]",
+    )
+    streamed = chat(exchange({**request, "stream": True}, body, content_type=SSE))
+    odd, missing = tools(streamed)
+    assert (odd.name, odd.provider_details["raw_name"]) == (None, ["x"])
+    assert missing.name is None

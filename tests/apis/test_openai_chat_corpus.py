@@ -115,7 +115,7 @@ class Choice:
     reasoning: dict[str, str] = field(default_factory=dict)
     refusal: str | None = None
     tool_calls: list[tuple[Any, Any, Any]] = field(default_factory=list)  # id, name, args
-    function_call: tuple[str, str | None] | None = None
+    function_call: tuple[str | None, str | None] | None = None
     finish_reason: str | None = None
 
 

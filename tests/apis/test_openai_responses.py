@@ -1469,7 +1469,7 @@ def cut_points(ends: list[int], limit: int) -> list[int]:
     return sorted({ends[int(k * step)] for k in range(limit)})
 
 
-def summary(call: Call) -> tuple[str, list[tuple[str | None, str, str | None]]]:
+def summary(call: Call) -> tuple[str, list[tuple[str | None, str | None, str | None]]]:
     """The text and the function calls (hosted tools' skeletons may change ids when done)."""
     tools = [
         (p.id, p.name, p.arguments_raw)
@@ -1678,3 +1678,58 @@ def test_fuzz_stream(request: dict[str, Any], objs: list[Any], cut: int) -> None
 def test_fuzz_body(response: dict[str, Any]) -> None:
     call = call_of({"model": "m", "input": "x"}, orjson.dumps(response))
     orjson.dumps(call.to_json(), default=str)
+
+
+def test_function_call_without_a_string_name_is_not_invented() -> None:
+    items = [
+        {"type": "function_call", "call_id": "a", "arguments": "{}"},
+        {"type": "function_call", "call_id": "b", "name": {"n": 1}, "arguments": "{}"},
+        {"type": "custom_tool_call", "call_id": "c", "input": "x"},
+    ]
+    body = {
+        "id": "resp_1",
+        "object": "response",
+        "status": "completed",
+        "model": "m",
+        "output": items,
+    }
+    call = call_of({"model": "m", "input": "hi"}, orjson.dumps(body))
+    parts = [p for m in call.output_messages for p in m.parts if isinstance(p, ToolCallPart)]
+    assert [p.name for p in parts] == [None, None, None]
+    assert parts[1].provider_details["raw_name"] == {"n": 1}
+    assert "raw_name" not in parts[0].provider_details
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "operation"),
+    [
+        ("POST", "/v1/responses", "chat"),
+        ("GET", "/v1/responses/resp_1", "retrieve"),
+        ("DELETE", "/v1/responses/resp_1", "delete"),
+        ("POST", "/v1/responses/resp_1/cancel", "cancel"),
+        ("GET", "/v1/responses/resp_1/input_items", "input_items.list"),
+        ("POST", "/v1/responses/input_tokens", "count_tokens"),
+        ("POST", "/v1/responses/compact", "compact"),
+        ("GET", "/v1/responses", None),  # no such endpoint
+        ("POST", "/v1/responses/resp_1/input_items", None),  # a GET endpoint
+        ("GET", "/v1/responses/resp_1/cancel", None),  # a POST endpoint
+        ("POST", "/v1/responses/resp_1/something_new", None),
+        ("PATCH", "/v1/responses/resp_1", None),
+    ],
+)
+def test_the_path_names_the_operation_or_none(
+    method: str, path: str, operation: str | None
+) -> None:
+    from agentshark.apis.openai_responses import responses_operation
+
+    assert responses_operation(path, method) == operation
+
+
+def test_an_unknown_responses_path_is_not_create() -> None:
+    body = orjson.dumps({"id": "resp_1", "object": "response", "status": "completed", "output": []})
+    for method, path in (("POST", "/v1/responses/resp_1/something_new"), ("GET", "/v1/responses")):
+        call = call_of(None, body, method=method, url="https://api.openai.com" + path)
+        assert call.api == "openai.responses" and call.operation is None, path
+    # a gateway's own path: a POST asking for a response is a create
+    call = call_of({"model": "m", "input": "hi"}, body, url="https://gw.example/generate")
+    assert call.operation == "chat"

@@ -318,7 +318,7 @@ def test_odd_parts_never_crash() -> None:
         TextPart(content=None),  # type: ignore[arg-type]
         TextPart(content="\x1b[31mred\x1b[0m\r\nnext line\x00"),
         ReasoningPart(content="", provider_details={"encrypted": "E" * 5000}),
-        ToolCallPart(id=None, name=None, arguments={(1, 2): {1, 2}}),  # type: ignore[arg-type]
+        ToolCallPart(id=None, name=None, arguments={(1, 2): {1, 2}}),
         ToolCallPart(id="t", name="f", arguments_raw=None, arguments_error="no JSON"),
         ToolCallResponsePart(id=None, response=None),
         ToolCallResponsePart(id="r", response={"rows": [[i] * 10 for i in range(2000)]}),

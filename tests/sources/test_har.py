@@ -219,8 +219,22 @@ def test_text_is_utf8() -> None:
 
 
 def test_no_post_data_is_an_empty_body() -> None:
-    x = one(with_(entry(), "request.postData", ...))
-    assert x.request is not None and x.request.body.pieces == [] and x.request.complete
+    for size in (0, -1, ...):  # no body sent, its size unknown, or not said
+        e = with_(with_(entry(), "request.postData", ...), "request.bodySize", size)
+        x = one(e)
+        assert x.request is not None and x.request.body.pieces == [] and x.request.complete
+        assert x.diagnostics == []
+
+
+def test_body_sent_and_not_recorded_is_incomplete() -> None:
+    """bodySize 18 and no postData: the request had a body that the file does not hold."""
+    for post in (..., {"mimeType": "application/json"}):
+        x = one(with_(entry(), "request.postData", post))
+        assert x.request is not None and x.request.body.pieces == []
+        assert not x.request.complete and not x.complete
+        assert codes(x) == ["har.body_not_recorded"]
+        assert x.diagnostics[0].location == "log.entries[0].request.postData"
+        assert "18-byte body" in x.diagnostics[0].message
 
 
 def test_post_params_without_text() -> None:
@@ -231,6 +245,10 @@ def test_post_params_without_text() -> None:
     assert codes(x) == ["har.post_params"]
     assert x.diagnostics[0].severity == "info"
     assert x.request is not None and x.request.body.size == 0
+    assert not x.request.complete  # bodySize 18: the bytes sent are not here
+    assert "18-byte request is marked incomplete" in x.diagnostics[0].message
+    x = one(with_(with_(entry(), "request.postData", post), "request.bodySize", -1))
+    assert x.request is not None and x.request.complete
 
 
 def test_post_params_with_text_use_the_text() -> None:

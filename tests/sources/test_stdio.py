@@ -245,7 +245,9 @@ def test_sniff_other_inputs() -> None:
 def test_sniff_tolerates_a_bad_first_line() -> None:
     good = rpc(id=1, method="ping") + b"\n"
     assert sniff_stdio(b"{garbled\n" + good * 3) == "stdio-jsonrpc"
-    assert sniff_stdio(b"{garbled\n" + good) is None  # no majority
+    assert sniff_stdio(b"{garbled\n" + good) == "stdio-jsonrpc"  # all lines but one
+    assert sniff_stdio(b"{garbled\n" * 2 + good) is None  # neither most nor all but one
+    assert sniff_stdio(b"{garbled\n" * 2 + good * 2) is None
     assert sniff_stdio(b"\xef\xbb\xbf" + good) == "stdio-jsonrpc"
     assert sniff_stdio(b"[" + rpc(id=1, method="a") + b"]\n") == "stdio-jsonrpc"
 
@@ -500,3 +502,14 @@ def test_fuzz_pairing(items: list[tuple[str, bytes]]) -> None:
     assert len(asked) == len(set(asked))  # one exchange per request line
     answered = [x.extras["response_line"] for x in xs if "response_line" in x.extras]
     assert len(answered) == len(set(answered))  # an answer is used once
+
+
+def test_a_line_not_utf8_is_read_with_a_diagnostic() -> None:
+    spoiled = rpc(id=1, method="tools/call", params={"name": "x@"}).replace(b"@", b"\xff")
+    out = lines_of(spoiled + b"\n" + rpc(id=2, method="ping") + b"\n", "c2s.jsonl", "c2s")
+    said, first, second = out
+    assert isinstance(said, Diagnostic) and said.code == "stdio.invalid_utf8"
+    offset = spoiled.index(b"\xff")
+    assert said.location == "c2s.jsonl line 1" and f"at byte {offset}" in said.message
+    assert isinstance(first, StdioLine) and first.data == spoiled  # the bytes as written
+    assert isinstance(second, StdioLine)

@@ -6,15 +6,17 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
+import json
 from pathlib import Path
 
-from agentshark.apis.model import Call, ToolCallPart
+from agentshark.apis.model import Call, Json, ToolCallPart
 from agentshark.pipeline import Options, run
 from agentshark.trace.build import build_traces
 from agentshark.trace.collect import Analysis
 from agentshark.trace.history import link_history
 from agentshark.trace.model import Span, Trace
 from agentshark.trace.spans import HttpRequest
+from tests.helpers import CAPTURES as SHARED_CAPTURES
 from tests.helpers import CORPUS, ROOT, Collected
 
 DBOS = (
@@ -348,3 +350,69 @@ def test_compressed_request_body_is_matched_decoded() -> None:
     (trace,) = build_traces(calls, link_history(calls), (req,))
     tool = next(s for s in trace.spans if s.name == "execute_tool get_weather")
     assert tool.execution == x.id
+
+
+def _results(a: Analysis) -> dict[str | None, Json]:
+    return {
+        s.name: s.attributes.get("result")
+        for t in a.traces
+        for s in t.spans
+        if s.kind == "tool" and "result" in s.attributes
+    }
+
+
+def test_a2a_streamed_chunks_are_the_result_as_sent() -> None:
+    """a2a-sdk 0.3: the artifact arrives as "The weather in Toky" then "o is 24C and sunny."
+    (append: true); the tool span's result is that text, with nothing put between."""
+    truth = json.loads((SHARED_CAPTURES / "a2a_jsonrpc_v03/truth.json").read_text())
+    (step,) = [s for s in truth["steps"] if s["step"] == "send_streaming_message"]
+    sent = "".join(e["text"] for e in step["events"] if "text" in e)
+    results = _results(analysis(SHARED_CAPTURES / "a2a_jsonrpc_v03/capture.pcap"))
+    assert results["execute_tool message/stream"] == sent
+    # the non-streamed reply holds the same artifact's two stored parts: one text too
+    assert results["execute_tool message/send"] == "The weather in Paris is 18C and cloudy."
+
+
+def test_a2a_1_0_chunks_keep_their_spaces() -> None:
+    """a2a-sdk 1.0: " on", " loopback"... keep their leading space in the analysis's copy;
+    the final status message ("done") is a text of its own."""
+    root = CAPTURES / "a2a_v1_jsonrpc"
+    truth = json.loads((root / "truth.json").read_text())
+    (step,) = [s for s in truth["steps"] if s["label"].startswith("SendStreamingMessage")]
+    sent = "".join(t for e in step["events"] for t in e.get("artifact_text", []))
+    results = _results(analysis(root / "capture.pcap"))
+    assert results["execute_tool SendStreamingMessage"] == "done\n" + sent
+
+
+GOOSE = CORPUS / "block__goose/crates/goose/tests/mcp_replays"
+
+
+def _stdio_traces(*paths: Path) -> tuple[list[Trace], list[Call]]:
+    a = Analysis()
+    for _ in a.watch(run([str(p) for p in paths], Options(calls=True))):
+        pass
+    a.finish()
+    return a.traces, a.calls
+
+
+def test_mcp_stdio_session_is_one_trace() -> None:
+    """An MCP stdio transcript is one session (one server process), as an HTTP session with
+    its Mcp-Session-Id is: the merged transcript, and its two one-direction files."""
+    stdio = SHARED_CAPTURES / "mcp_stdio_time"
+    for paths in ((stdio / "transcript.jsonl",), (stdio / "c2s.jsonl", stdio / "s2c.jsonl")):
+        traces, calls = _stdio_traces(*paths)
+        (trace,) = traces
+        assert trace.origin == "mcp_session" and set(trace.calls) == {c.id for c in calls}
+        assert len(calls) == 10
+        (conn,) = {e["connection"] for e in trace.evidence}
+        assert isinstance(conn, str) and conn.endswith("stdio1")
+        tools = [s for s in trace.spans if s.kind == "tool"]
+        assert len(tools) == 4 and all(s.execution == s.call_id for s in tools)
+
+
+def test_goose_replays_are_one_trace_each() -> None:
+    paths = sorted(GOOSE.iterdir())
+    traces, calls = _stdio_traces(*paths)
+    assert len(paths) == 3 and len(traces) == 3
+    assert all(t.origin == "mcp_session" for t in traces)
+    assert sum(len(t.calls) for t in traces) == len(calls)

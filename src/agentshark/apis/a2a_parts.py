@@ -169,7 +169,7 @@ def message_from(raw: Json, *, finish_reason: str | None = None) -> Message | No
         return None
     role = raw.get("role")
     return Message(
-        role=role if isinstance(role, str) and role else "unknown",
+        role=role if isinstance(role, str) else None,
         parts=_parts(raw.get("parts")),
         finish_reason=finish_reason,
     )
@@ -268,7 +268,7 @@ class TaskOutput:
         aid = str_value(artifact.get("artifactId")) or f"#{len(self.artifacts)}"
         parts = _artifact_parts(artifact)
         if update.get("append") is True and aid in self.artifacts:
-            self.artifacts[aid].extend(parts)
+            _append(self.artifacts[aid], parts)
         else:
             self.artifacts[aid] = parts
 
@@ -291,6 +291,27 @@ class TaskOutput:
             parts.extend(artifact)
         role = status.role if status is not None else "agent"
         call.output_messages.append(Message(role=role, parts=parts, finish_reason=self.state))
+
+
+def _append(parts: list[Part], chunk: list[Part]) -> None:
+    """Append a streamed chunk's parts (``append: true``) to an artifact's parts.
+
+    A text chunk that continues a text part of the same kind (neither has metadata, the
+    same media type) is that part's next characters: the two are one part, the text joined
+    as sent, with nothing between (a word may be cut across chunks: ``"Toky"``, ``"o is"``).
+    Other parts are appended as they came.
+    """
+    for part in chunk:
+        last = parts[-1] if parts else None
+        if (
+            isinstance(part, TextPart)
+            and isinstance(last, TextPart)
+            and "metadata" not in part.provider_details
+            and last.provider_details == part.provider_details
+        ):
+            last.content += part.content
+        else:
+            parts.append(part)
 
 
 def result_ids(call: Call, kind: str | None, obj: dict[str, Json], where: str) -> None:

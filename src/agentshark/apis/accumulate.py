@@ -73,16 +73,16 @@ class PartsAccumulator:
         entry = self._get(key, "tool_call")
         part = entry.part
         if not isinstance(part, ToolCallPart):
-            part = entry.part = ToolCallPart(id=id, name=name or "")
+            part = entry.part = ToolCallPart(id=id, name=name)
         else:
             part.id = part.id or id
-            part.name = part.name or (name or "")
+            part.name = part.name if part.name is not None else name
         part.provider_details.update(details)
 
     def arguments(self, key: Hashable, delta: str) -> None:
         entry = self._get(key, "tool_call")
         if entry.part is None:
-            entry.part = ToolCallPart(id=None, name="")
+            entry.part = ToolCallPart(id=None, name=None)  # no name seen (yet)
         entry.chunks.append(delta)
 
     def whole(self, key: Hashable, part: Part) -> None:
@@ -96,7 +96,7 @@ class PartsAccumulator:
             kind = "tool_call" if arguments is not None else "text"
             entry = self._get(key, kind)
             if kind == "tool_call":
-                entry.part = ToolCallPart(id=None, name="")
+                entry.part = ToolCallPart(id=None, name=None)
         full = arguments if arguments is not None else text
         if full is None:
             return

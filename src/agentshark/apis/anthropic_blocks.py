@@ -46,6 +46,7 @@ from agentshark.apis.model import (
     ToolCallResponsePart,
     UriPart,
     Usage,
+    tool_name,
 )
 from agentshark.apis.view import ExchangeView
 from agentshark.errors import Diagnostic
@@ -112,10 +113,11 @@ def _redacted_thinking(kind: str, block: dict[str, Json]) -> Part | None:
 
 
 def _tool_use(kind: str, block: dict[str, Json]) -> Part | None:
-    name, call_id = block.get("name"), block.get("id")
-    if not isinstance(name, str) or not isinstance(call_id, str | None):
+    call_id = block.get("id")
+    if not isinstance(call_id, str | None):
         return None
     details = _tagged(kind, "tool_use", _rest(block, "type", "id", "name", "input"))
+    name = tool_name(block.get("name"), details)  # None, never "": the block said no name
     return ToolCallPart(
         id=call_id, name=name, arguments=block.get("input"), provider_details=details
     )

@@ -41,6 +41,7 @@ from agentshark.apis.model import (
     ToolCallPart,
     ToolCallResponsePart,
     UriPart,
+    tool_name,
 )
 from agentshark.jsonrpc import IdKey, id_text, id_type, message_kind
 
@@ -120,15 +121,17 @@ def request(call: Call, value: Json, request_id: Json) -> None:
     if call.operation != "tools/call" or not isinstance(value, dict):
         params(value, call)
         return
-    name = value.get("name")
+    details: dict[str, Json] = {}
+    name = tool_name(value.get("name"), details)
     call.input_messages.append(
         Message(
             role="client",
             parts=[
                 ToolCallPart(
                     id=id_text(request_id),
-                    name=name if isinstance(name, str) else "",
+                    name=name,
                     arguments=value.get("arguments"),
+                    provider_details=details,
                 )
             ],
         )

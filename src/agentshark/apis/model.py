@@ -45,7 +45,7 @@ class ToolCallPart:
     """
 
     id: str | None
-    name: str
+    name: str | None  # None: none sent, or not a string (see :func:`tool_name`)
     arguments: Json | None = None
     arguments_raw: str | None = None
     arguments_error: str | None = None
@@ -137,6 +137,17 @@ def _report_fields(cls: type) -> tuple[str, ...]:
     return names
 
 
+def tool_name(raw: Json, details: dict[str, Json]) -> str | None:
+    """A tool call's name as sent: the string; None when none was sent, never an invented
+    ``""``. A name that is not a string is None here and kept whole in ``details`` (the
+    part's ``provider_details``) as ``raw_name``."""
+    if isinstance(raw, str):
+        return raw
+    if raw is not None:
+        details["raw_name"] = raw
+    return None
+
+
 def parse_arguments(raw: str) -> tuple[Json | None, str | None]:
     """Tool call arguments: (value, None) when ``raw`` is JSON, else (None, the error with
     its position). An empty string is an error too: it is not JSON."""
@@ -148,7 +159,7 @@ def parse_arguments(raw: str) -> tuple[Json | None, str | None]:
 
 @dataclass(slots=True, kw_only=True)
 class Message:
-    role: str
+    role: str | None  # None when missing or not a string (a diagnostic keeps the value)
     parts: list[Part] = field(default_factory=list)
     name: str | None = None
     finish_reason: str | None = None  # output messages only

@@ -41,6 +41,7 @@ from agentshark.apis.model import (
     ToolCallResponsePart,
     UriPart,
     parse_arguments,
+    tool_name,
 )
 
 REASONING_FIELDS = ("reasoning_content", "reasoning")
@@ -72,10 +73,10 @@ def input_messages(messages: list[Json], call: Call) -> None:
     for i, m in enumerate(messages):
         if not isinstance(m, dict):
             leading = False
-            call.input_messages.append(Message(role="", parts=[generic_part("message", m)]))
+            call.input_messages.append(Message(role=None, parts=[generic_part("message", m)]))
             continue
-        role = m.get("role")
-        role = role if isinstance(role, str) else ""
+        raw_role = m.get("role")
+        role = raw_role if isinstance(raw_role, str) else None  # never an invented ""
         name = m.get("name")
         name = name if isinstance(name, str) else None
         parts = _message_parts(m, role)
@@ -93,13 +94,15 @@ def input_messages(messages: list[Json], call: Call) -> None:
             leading = False
             call.input_messages.append(Message(role=role, parts=parts, name=name))
         rest = {k: v for k, v in m.items() if k not in _MESSAGE_FIELDS}
+        if role is None and raw_role is not None:
+            rest["role"] = raw_role  # not a string: kept as sent
         if rest:
             odd[f"$.messages[{i}]"] = rest
     if odd:
         call.extras["message_fields"] = odd
 
 
-def _message_parts(m: dict[str, Json], role: str) -> list[Part]:
+def _message_parts(m: dict[str, Json], role: str | None) -> list[Part]:
     parts: list[Part] = [
         ReasoningPart(content=m[k], provider_details={"field": k})
         for k in REASONING_FIELDS
@@ -226,9 +229,8 @@ def tool_call_part(tc: Json) -> Part:
     details = {k: v for k, v in tc.items() if k not in ("id", "type", "index", kind)}
     if kind != "function":
         details["type"] = kind
-    name = fn.get("name")
     part = ToolCallPart(
-        id=call_id, name=name if isinstance(name, str) else "", provider_details=details
+        id=call_id, name=tool_name(fn.get("name"), details), provider_details=details
     )
     args = fn.get("arguments", fn.get("input"))  # custom tools send free-form "input"
     if isinstance(args, str) and kind == "function":

@@ -23,6 +23,7 @@ from agentshark.apis.model import (
     Message,
     ReasoningPart,
     TextPart,
+    tool_name,
 )
 from agentshark.apis.openai_chat_messages import (
     CHOICE_FIELDS,
@@ -125,6 +126,13 @@ def parse_stream(view: ExchangeView, call: Call, *, complete: bool) -> dict[str,
             )
             continue
         if not isinstance(chunk, dict):
+            call.diagnostics.append(
+                Diagnostic(
+                    code="openai_chat.bad_chunk",
+                    message=f"stream event {n} is JSON but not an object ({data[:40]!r}): skipped",
+                    location=f"{where} byte {item.offset}",
+                )
+            )
             continue
         if chunk.get("error") is not None or item.event == "error":
             found = error_from_json(chunk, None, f"stream event {n}")
@@ -321,7 +329,7 @@ def _tool_delta(state: _Choice, position: int, tc: Json) -> None:
     kind = tc.get("type")
     if isinstance(kind, str) and kind != "function":
         details["type"] = kind
-    state.parts.tool_call(key, id=call_id, name=name if isinstance(name, str) else None, **details)
+    state.parts.tool_call(key, id=call_id, name=tool_name(name, details), **details)
     args = fn.get("arguments")
     if isinstance(args, str):
         state.parts.arguments(key, args)

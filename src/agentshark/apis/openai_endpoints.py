@@ -13,6 +13,8 @@ choices, a list of ``model`` objects), then the path; the host only names the pr
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import orjson
@@ -183,26 +185,15 @@ def _text_message(text: Json, finish: Json) -> Message:
 
 
 def _completion_stream(view: ExchangeView, call: Call) -> None:
+    """The legacy Completions stream: SSE ``data`` chunks of ``text_completion`` objects,
+    ended by ``data: [DONE]``."""
     texts: dict[int, list[str]] = {}
     finish: dict[int, str] = {}
-    done = cut = False
     usage: Json = None
-    for n, item in enumerate(e for e in view.events if isinstance(e, SseEvent)):
-        if not item.complete:
-            cut = True
-            continue
-        data = item.data.strip()
-        if done or data == "[DONE]":
-            done = True
-            continue
-        try:
-            chunk = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            continue
-        if not isinstance(chunk, dict):
-            continue
+    end = _StreamEnd()
+    for chunk, item in _completion_chunks(view, call, end):
         if chunk.get("error") is not None and call.error is None:
-            call.error = error_from_json(chunk, None, f"stream event {n}")
+            call.error = error_from_json(chunk, None, f"stream event {end.events - 1}")
         if call.response_id is None and isinstance(chunk.get("id"), str):
             call.response_id = chunk["id"]
         if call.response_model is None and isinstance(chunk.get("model"), str):
@@ -225,13 +216,75 @@ def _completion_stream(view: ExchangeView, call: Call) -> None:
     call.usage = usage_from(usage)
     call.provider = provider_name(view)
     ended = call.error is not None or (bool(finish) and finish.keys() >= texts.keys())
-    call.complete = view.exchange.complete and not cut and ended
-    if view.exchange.complete and not done and not call.complete:
+    call.complete = view.exchange.complete and not end.cut and ended
+    if view.exchange.complete and not end.done and not call.complete:
         call.diagnostics.append(
             Diagnostic(
                 code="openai_completions.unfinished",
                 message="the stream ended before every choice finished",
                 location=f"{view.exchange.id} response",
+            )
+        )
+
+
+@dataclass(slots=True)
+class _StreamEnd:
+    """How a Completions stream ended: ``[DONE]`` seen, the body cut inside an event."""
+
+    done: bool = False
+    cut: bool = False
+    events: int = 0  # SSE events so far
+
+
+def _completion_chunks(
+    view: ExchangeView, call: Call, end: _StreamEnd
+) -> Iterator[tuple[dict[str, Json], SseEvent]]:
+    """The chunks before ``[DONE]``, with their events. Framing diagnostics go to the call,
+    and so does every event skipped: one that is not a JSON object (as the Chat stream says),
+    and the events after ``[DONE]``, counted in one diagnostic."""
+    where = f"{view.exchange.id} response body"
+    after_done = 0
+    for item in view.events:
+        if isinstance(item, Diagnostic):
+            call.diagnostics.append(item)
+            continue
+        if not isinstance(item, SseEvent):
+            continue  # comments
+        n = end.events
+        end.events += 1
+        if not item.complete:
+            end.cut = True  # the body ended inside this event: not dispatched, not used
+            continue
+        data = item.data.strip()
+        if end.done:
+            after_done += 1
+            continue
+        if data == "[DONE]":
+            end.done = True
+            continue
+        try:
+            chunk = orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            problem = f"is not JSON ({exc})"
+        else:
+            if isinstance(chunk, dict):
+                yield chunk, item
+                continue
+            problem = f"is JSON but not an object ({data[:40]!r})"
+        call.diagnostics.append(
+            Diagnostic(
+                code="openai_completions.bad_chunk",
+                message=f"stream event {n} {problem}: skipped",
+                location=f"{where} byte {item.offset}",
+            )
+        )
+    if after_done:
+        call.diagnostics.append(
+            Diagnostic(
+                code="openai_completions.after_done",
+                severity="info",
+                message=f"{after_done} event(s) after [DONE] were ignored",
+                location=where,
             )
         )
 

@@ -115,7 +115,7 @@ class ResponsesFamily:
 
     def parse(self, view: ExchangeView, call: Call) -> None:
         call.provider = provider(view, view.response_json)
-        call.operation = responses_operation(view.path, view.method) or OPERATION_CREATE
+        call.operation = _operation(view)
         req = view.request_json
         if isinstance(req, dict):
             parse_request(req, call)
@@ -207,7 +207,13 @@ FAMILIES = (ResponsesFamily(), ConversationsFamily())
 
 
 def responses_operation(path: str, method: str) -> str | None:
-    """The operation a ``.../responses[/...]`` path names, or None for other paths."""
+    """The operation a ``.../responses[/...]`` path and its method name, or None: for other
+    paths, and for a path or method the API does not define (``GET /responses``, ``POST
+    /responses/{id}/input_items``, ``/responses/{id}/other``). The endpoints
+    (https://platform.openai.com/docs/api-reference/responses): ``POST /responses``,
+    ``GET`` and ``DELETE /responses/{id}``, ``POST /responses/{id}/cancel``, ``GET
+    /responses/{id}/input_items``, ``POST /responses/input_tokens`` and ``/compact``. An
+    empty method (a source that does not say) is taken for the endpoint's own."""
     segs = path.rstrip("/").split("/")
     try:
         i = len(segs) - 1 - segs[::-1].index("responses")
@@ -215,16 +221,39 @@ def responses_operation(path: str, method: str) -> str | None:
         return None
     rest = segs[i + 1 :]
     if not rest:
-        return OPERATION_CREATE if method in ("POST", "") else None
-    if rest == ["input_tokens"]:
-        return "count_tokens"
-    if rest == ["compact"]:
-        return "compact"
-    if len(rest) == 1:
-        return {"GET": "retrieve", "DELETE": "delete"}.get(method)
-    if len(rest) == 2 and rest[1] in ("cancel", "input_items"):
-        return "cancel" if rest[1] == "cancel" else "input_items.list"
-    return None
+        key: tuple[str, ...] = ()
+    elif rest[0] in ("input_tokens", "compact") and len(rest) == 1:
+        key = (rest[0],)
+    elif len(rest) == 1:
+        key = ("{id}",)
+    else:
+        key = ("{id}", *rest[1:])
+    ops = _RESPONSES_ENDPOINTS.get(key, {})
+    if method == "" and len(ops) == 1:
+        return next(iter(ops.values()))
+    return ops.get(method.upper())
+
+
+_RESPONSES_ENDPOINTS: dict[tuple[str, ...], dict[str, str]] = {
+    (): {"POST": OPERATION_CREATE},
+    ("input_tokens",): {"POST": "count_tokens"},
+    ("compact",): {"POST": "compact"},
+    ("{id}",): {"GET": "retrieve", "DELETE": "delete"},
+    ("{id}", "cancel"): {"POST": "cancel"},
+    ("{id}", "input_items"): {"GET": "input_items.list"},
+}
+
+
+def _operation(view: ExchangeView) -> str | None:
+    """The call's operation: what its path names; on a path that names none (a gateway's
+    own path), ``chat`` when a POST body asks for a response (``input`` or
+    ``instructions``), the evidence that it is a create; else None, never a guess."""
+    op = responses_operation(view.path, view.method)
+    if op is not None or "responses" in view.path.rstrip("/").split("/"):
+        return op
+    req = view.request_json
+    create = isinstance(req, dict) and ("input" in req or "instructions" in req)
+    return OPERATION_CREATE if create and view.method.upper() in ("POST", "") else None
 
 
 def conversations_operation(path: str, method: str) -> str | None:

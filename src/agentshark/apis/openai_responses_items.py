@@ -47,6 +47,7 @@ from agentshark.apis.model import (
     ToolCallResponsePart,
     UriPart,
     parse_arguments,
+    tool_name,
 )
 
 Item = dict[str, Any]
@@ -258,7 +259,7 @@ def tool_call(call_id: Json, name: Json, arguments: Json, details: dict[str, Jso
     """A tool call whose arguments are a JSON string (parsed once), an object or absent."""
     part = ToolCallPart(
         id=call_id if isinstance(call_id, str) else None,
-        name=name if isinstance(name, str) else "",
+        name=tool_name(name, details),
         provider_details=details,
     )
     if isinstance(arguments, str):
@@ -277,7 +278,7 @@ def _custom_tool_call(item: Item) -> list[Part]:
     return [
         ToolCallPart(
             id=_str(item.get("call_id")),
-            name=_str(item.get("name")) or "",
+            name=tool_name(item.get("name"), details),
             arguments=raw,
             arguments_raw=raw if isinstance(raw, str) else None,
             provider_details=details,

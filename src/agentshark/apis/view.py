@@ -15,7 +15,7 @@ import orjson
 from agentshark.apis.model import Json
 from agentshark.errors import Diagnostic
 from agentshark.framing import decode_stream, detect_framing
-from agentshark.framing.events import FramingOutput
+from agentshark.framing.events import FramingOutput, at
 from agentshark.http.content import DEFAULT_DECODE_LIMIT, DecodedBody, decode_body
 from agentshark.model import Body, Exchange, Headers, header
 
@@ -62,7 +62,7 @@ class ExchangeView:
     @cached_property
     def request_json(self) -> Json | None:
         """The request body as JSON, or None when it is absent or not JSON."""
-        return _json(self.request_body)
+        return _json(self.request_body, f"{self.exchange.id} request body", self.diagnostics)
 
     @cached_property
     def anthropic_version(self) -> str | None:
@@ -107,7 +107,7 @@ class ExchangeView:
         # pieces of what is most likely an event stream.
         if _first_byte(self.response_pieces) not in (b"{", b"["):
             return None
-        return _json(self.response_body)
+        return _json(self.response_body, f"{self.exchange.id} response body", self.diagnostics)
 
     def response_head(self, n: int) -> bytes:
         """The first ``n`` bytes of the decoded response body, without joining the rest."""
@@ -194,11 +194,52 @@ def _first_byte(pieces: list[tuple[float, bytes]]) -> bytes:
 _ASCII_SPACE = b" \t\n\r\x0b\x0c"
 
 
-def _json(data: bytes) -> Json | None:
+def _json(data: bytes, location: str, diagnostics: list[Diagnostic]) -> Json | None:
+    """``data`` parsed as one JSON text (RFC 8259), or None when it is not one.
+
+    JSON exchanged between systems must be UTF-8 (RFC 8259 section 8.1,
+    https://www.rfc-editor.org/rfc/rfc8259#section-8.1). One byte that is not must not cost
+    the whole body: the bytes are decoded with each invalid sequence replaced by U+FFFD
+    (as the SSE decoder does for event data), parsed again, and a ``body.invalid_utf8``
+    Diagnostic says where the first invalid byte was. Only a body that fails to parse pays
+    for this.
+    """
     stripped = data.strip()
     if not stripped or stripped[:1] not in (b"{", b"["):
         return None
     try:
         return orjson.loads(stripped)
     except orjson.JSONDecodeError:
-        return None
+        pass
+    try:
+        stripped.decode()
+    except UnicodeDecodeError as exc:
+        return _json_replacing(stripped, exc, len(data) - len(data.lstrip()), location, diagnostics)
+    return None
+
+
+def _json_replacing(
+    stripped: bytes,
+    exc: UnicodeDecodeError,
+    lead: int,
+    location: str,
+    diagnostics: list[Diagnostic],
+) -> Json | None:
+    """``stripped`` (not UTF-8 at ``exc.start``) parsed with its invalid bytes replaced."""
+    text = stripped.decode(errors="replace")
+    try:
+        value: Json = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None  # not JSON either: the bytes are kept, the families say "not JSON"
+    replaced = text.count("\ufffd") - stripped.count("\ufffd".encode())
+    diagnostics.append(
+        Diagnostic(
+            code="body.invalid_utf8",
+            message=f"the JSON body is not UTF-8 at byte {lead + exc.start} "
+            f"({stripped[exc.start : exc.end]!r}); {replaced} invalid "
+            f"sequence{'s' if replaced != 1 else ''} replaced with U+FFFD, "
+            "the rest parsed as sent",
+            location=at(location, lead + exc.start),
+        )
+    )
+    return value

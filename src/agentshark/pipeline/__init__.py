@@ -153,6 +153,9 @@ def _open(path: str) -> tuple[io.BufferedReader, int]:
     return io.BufferedReader(io.FileIO(p, "rb"), buffer_size=1 << 20), p.stat().st_size
 
 
+_STDIO_PEEK = 1 << 16  # bytes a transcript's first lines are sniffed in, when the head is not text
+
+
 def _analyze(
     stream: io.BufferedReader,
     total: int,
@@ -171,7 +174,8 @@ def _analyze(
         report.format = fmt
         yield from _packets(stream, total, report, opts, next_id, prefix, keylog)
         return
-    if fmt == "unknown":
+    if fmt == "unknown" and sniff_stdio(stream.peek(_STDIO_PEEK)) is None:
+        # a goose replay whose first line has a byte that is not UTF-8 is still a transcript
         yield from stdio.flush()
         raise InputError(
             f"{name}: not a format agentshark reads (starts with {head[:16]!r}); "

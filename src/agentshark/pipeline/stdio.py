@@ -27,7 +27,13 @@ from agentshark.errors import Diagnostic
 from agentshark.jsonrpc import id_key, message_kind
 from agentshark.model import Exchange
 from agentshark.pipeline.reports import SourceReport
-from agentshark.sources.stdio import StdioFormat, StdioLine, read_stdio, stdio_exchanges
+from agentshark.sources.stdio import (
+    StdioFormat,
+    StdioLine,
+    loads_line,
+    read_stdio,
+    stdio_exchanges,
+)
 
 Emitted = Exchange | SourceReport
 
@@ -153,7 +159,7 @@ def _direction(data: bytes, name: str) -> tuple[str, str]:
     requests = responses = 0
     for raw in data.splitlines():
         try:
-            msg = orjson.loads(raw)
+            msg, _ = loads_line(raw)
         except orjson.JSONDecodeError:
             continue
         kind = message_kind(msg)
@@ -200,7 +206,7 @@ IdKeys = list[tuple[bool, str]]
 def _keys(line: StdioLine) -> tuple[IdKeys, IdKeys]:
     """(ids of the requests, ids of the responses and errors) a line holds."""
     try:
-        value = orjson.loads(line.data)
+        value, _ = loads_line(line.data)
     except orjson.JSONDecodeError:
         return [], []
     requests: IdKeys = []

@@ -114,30 +114,42 @@ def _request(
     except ValueError as e:
         raise MalformedError(f"{path}.url", f"is not a URL ({e})") from None
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    body = Body(content_decoded=False, transfer_bytes=_size(req, "bodySize"))
+    size = _size(req, "bodySize")
+    body = Body(content_decoded=False, transfer_bytes=size)
     complete = True
     post = req.get("postData")
-    if post is not None:
-        post = _as_dict(post, f"{path}.postData")
-        text = _opt_str(post, "text", f"{path}.postData")
-        if text is not None:
-            data = _decode_text(text, post, f"{path}.postData", name, diags)
-            if data is None:
-                complete = False
-            else:
-                body.append(times.request_piece_ts, data)
-        elif post.get("params"):
-            extras["har_post_params"] = post["params"]
-            diags.append(
-                Diagnostic(
-                    code="har.post_params",
-                    location=f"{path}.postData.params",
-                    message=f"{name}: {path}.postData has params but no text: the request "
-                    "body is not available byte for byte; the params are kept in "
-                    "extras['har_post_params']",
-                    severity="info",
-                )
+    post = None if post is None else _as_dict(post, f"{path}.postData")
+    text = None if post is None else _opt_str(post, "text", f"{path}.postData")
+    if post is not None and text is not None:
+        data = _decode_text(text, post, f"{path}.postData", name, diags)
+        if data is None:
+            complete = False
+        else:
+            body.append(times.request_piece_ts, data)
+    elif post is not None and post.get("params"):
+        extras["har_post_params"] = post["params"]
+        complete = not size  # a body was sent, and only its params are here
+        diags.append(
+            Diagnostic(
+                code="har.post_params",
+                location=f"{path}.postData.params",
+                message=f"{name}: {path}.postData has params but no text: the request "
+                "body is not available byte for byte; the params are kept in "
+                "extras['har_post_params']"
+                + (f"; the {size}-byte request is marked incomplete" if size else ""),
+                severity="info",
             )
+        )
+    elif size:  # bodySize > 0 (-1 is "not known", None absent: no evidence of a body)
+        complete = False
+        diags.append(
+            Diagnostic(
+                code="har.body_not_recorded",
+                location=f"{path}.postData",
+                message=f"{name}: {path} had a {size}-byte body that the HAR file does not "
+                "contain (postData.text absent): the request is marked incomplete",
+            )
+        )
     return Request(
         method=method,
         target=target,

@@ -31,7 +31,11 @@ Completeness: :attr:`Exchange.complete` is True only for an answered request. A 
 expects no answer: its request is complete, its response None, so ``Exchange.complete`` is
 False and ``extras["kind"] == "notification"`` is what says nothing is missing.
 
-Malformed lines are :class:`Diagnostic` values (``stdio.bad_line``) and reading goes on. The
+Malformed lines are :class:`Diagnostic` values (``stdio.bad_line``) and reading goes on: one
+bad line costs that line. A line that is not UTF-8 (the transport's encoding) but is JSON once
+its invalid bytes are replaced by U+FFFD is kept, after a ``stdio.invalid_utf8`` diagnostic
+with the byte offset; the bytes of a goose or one-direction line are kept as written (the MCP
+family replaces them again when it reads the body), a merged record's ``line`` is text. The
 line splitter is hand-written (a dozen lines): ``framing.ndjson`` decodes HTTP bodies, a later
 stage than sources. JSON-RPC shapes and ids come from :mod:`agentshark.jsonrpc`, shared with
 the MCP family.
@@ -83,14 +87,16 @@ def sniff_stdio(data: bytes) -> StdioFormat | None:
     """The stdio layout of ``data`` from its first non-blank lines, or None.
 
     A layout is chosen when every recognized line among the first few has it and they are
-    more than half of those lines (one garbled line does not hide a transcript).
+    more than half of those lines, or all of them but one: one garbled line does not hide a
+    transcript, not even a transcript of two lines.
     """
     kinds = [_line_format(line) for _, line in itertools.islice(_lines(data), _SNIFF_LINES)]
     found = {k for k in kinds if k is not None}
     if len(found) != 1:
         return None
     fmt = found.pop()
-    return fmt if 2 * kinds.count(fmt) > len(kinds) else None
+    count = kinds.count(fmt)
+    return fmt if 2 * count > len(kinds) or count >= len(kinds) - 1 else None
 
 
 def read_stdio(
@@ -138,11 +144,11 @@ def _read(
     for lineno, line in _lines(data):
         where = f"{name} line {lineno}"
         if fmt == "stdio-merged":
-            yield _merged(line, where)
+            yield from _merged(line, where)
         elif fmt == "stdio-goose":
-            yield _goose(line, where)
+            yield from _goose(line, where)
         else:
-            yield _checked(StdioLine(direction=direction, data=line, ts=None, where=where))
+            yield from _checked(StdioLine(direction=direction, data=line, ts=None, where=where))
 
 
 def _lines(data: bytes) -> Iterator[tuple[int, bytes]]:
@@ -167,7 +173,7 @@ def _line_format(line: bytes) -> StdioFormat | None:
     if line.lstrip(_BLANK)[:1] not in (b"{", b"["):
         return None
     try:
-        value = orjson.loads(line)
+        value, _ = loads_line(line)
     except orjson.JSONDecodeError:
         return None
     if isinstance(value, dict) and value.get("dir") in _DIRECTIONS:
@@ -175,20 +181,20 @@ def _line_format(line: bytes) -> StdioFormat | None:
     return "stdio-jsonrpc" if is_jsonrpc(value) else None
 
 
-def _merged(line: bytes, where: str) -> StdioLine | Diagnostic:
+def _merged(line: bytes, where: str) -> list[StdioLine | Diagnostic]:
     expected = 'a record {"dir": "c2s"|"s2c"|"stderr", "t": seconds, "line": text}'
     try:
-        record = orjson.loads(line)
+        record, invalid = loads_line(line)
     except orjson.JSONDecodeError as e:
-        return _bad(where, f"is not JSON ({e})", expected, line)
+        return [_bad(where, f"is not JSON ({e})", expected, line)]
     if not isinstance(record, dict):
-        return _bad(where, f"is a JSON {_kind(record)}", expected, line)
+        return [_bad(where, f"is a JSON {_kind(record)}", expected, line)]
     direction = record.get("dir")
     if direction not in _DIRECTIONS:
-        return _bad(where, f'has "dir" {direction!r}', expected, line)
+        return [_bad(where, f'has "dir" {direction!r}', expected, line)]
     t = record.get("t")
     if t is not None and (isinstance(t, bool) or not isinstance(t, int | float)):
-        return _bad(where, f'has "t" {t!r}', expected, line)
+        return [_bad(where, f'has "t" {t!r}', expected, line)]
     text = record.get("line")
     if isinstance(text, str):
         data = text.encode("utf-8", "surrogatepass")
@@ -196,19 +202,20 @@ def _merged(line: bytes, where: str) -> StdioLine | Diagnostic:
         try:
             data = orjson.dumps(record["json"])
         except orjson.JSONEncodeError as e:  # pragma: no cover - orjson writes what it read
-            return _bad(where, f'has a "json" that cannot be written back ({e})', expected, line)
+            return [_bad(where, f'has a "json" that cannot be written back ({e})', expected, line)]
     else:
-        return _bad(where, 'has neither "line" (a string) nor "json"', expected, line)
+        return [_bad(where, 'has neither "line" (a string) nor "json"', expected, line)]
     ts = None if t is None else float(t)
-    return _checked(StdioLine(direction=direction, data=data, ts=ts, where=where))
+    checked = _checked(StdioLine(direction=direction, data=data, ts=ts, where=where))
+    return checked if invalid is None else [_invalid_utf8(where, line, invalid), *checked]
 
 
-def _goose(line: bytes, where: str) -> StdioLine | Diagnostic:
+def _goose(line: bytes, where: str) -> list[StdioLine | Diagnostic]:
     split = _goose_split(line)
     if split is None:
-        return _bad(
-            where, "has no known prefix", "a line starting STDIN:, STDOUT: or STDERR:", line
-        )
+        return [
+            _bad(where, "has no known prefix", "a line starting STDIN:, STDOUT: or STDERR:", line)
+        ]
     direction, data = split
     return _checked(StdioLine(direction=direction, data=data, ts=None, where=where))
 
@@ -221,17 +228,42 @@ def _goose_split(line: bytes) -> tuple[str, bytes] | None:
     return None
 
 
-def _checked(line: StdioLine) -> StdioLine | Diagnostic:
-    """``line`` when it is a log line or holds a JSON-RPC message (or batch), else why not."""
+def _checked(line: StdioLine) -> list[StdioLine | Diagnostic]:
+    """``[line]`` when it is a log line or holds a JSON-RPC message (or batch), after a
+    diagnostic when it does only with bytes that are not UTF-8 replaced; else why not."""
     if line.direction == "stderr":
-        return line
+        return [line]
     try:
-        value = orjson.loads(line.data)
+        value, invalid = loads_line(line.data)
     except orjson.JSONDecodeError as e:
-        return _bad(line.where, f"is not JSON ({e})", _EXPECTED, line.data)
+        return [_bad(line.where, f"is not JSON ({e})", _EXPECTED, line.data)]
     if not is_jsonrpc(value):
-        return _bad(line.where, "is JSON but not a JSON-RPC 2.0 message", _EXPECTED, line.data)
-    return line
+        return [_bad(line.where, "is JSON but not a JSON-RPC 2.0 message", _EXPECTED, line.data)]
+    return [line] if invalid is None else [_invalid_utf8(line.where, line.data, invalid), line]
+
+
+def loads_line(data: bytes) -> tuple[Any, int | None]:
+    """``data`` parsed as JSON, and None; or, when ``data`` is not UTF-8 (which MCP stdio
+    messages must be) and parses only with its invalid bytes replaced by U+FFFD, that value
+    and the offset of the first invalid byte. Raises ``orjson.JSONDecodeError`` when it is
+    not JSON either way. A line that is UTF-8 is parsed once."""
+    try:
+        return orjson.loads(data), None
+    except orjson.JSONDecodeError:
+        try:
+            data.decode()
+        except UnicodeDecodeError as exc:
+            return orjson.loads(data.decode(errors="replace")), exc.start
+        raise
+
+
+def _invalid_utf8(where: str, line: bytes, offset: int) -> Diagnostic:
+    return Diagnostic(
+        code="stdio.invalid_utf8",
+        location=where,
+        message=f"{where} is not UTF-8 at byte {offset} ({line[offset : offset + 4]!r}...): "
+        "read with the invalid bytes replaced by U+FFFD, the rest as written",
+    )
 
 
 def _bad(where: str, problem: str, expected: str, line: bytes) -> Diagnostic:
@@ -345,7 +377,7 @@ class _Session:
             )
             return
         try:
-            value = orjson.loads(line.data)
+            value, _ = loads_line(line.data)  # a line not UTF-8 was said when it was read
         except orjson.JSONDecodeError as e:
             self._add(_bad(line.where, f"is not JSON ({e})", _EXPECTED, line.data))
             return

@@ -8,13 +8,18 @@ Calls are joined (union-find) by every piece of evidence found, each recorded wi
    calls (same tool name and arguments, after the model asked and before the result was sent).
 4. ``mcp_session`` (``Mcp-Session-Id``), ``a2a_context`` (A2A ``contextId``) and ``app_id``
    (ids whose name says session, conversation, run, thread or task, under the same name).
+   Over stdio an MCP session has no id: it is the life of one server process
+   (https://modelcontextprotocol.io/specification/2025-11-25/basic/lifecycle), so the MCP
+   calls of one stdio connection (a transcript, or its two one-direction files) are joined
+   as ``mcp_session`` too, with the connection as evidence.
 
 A group of one call is a trace of origin ``single``. The trace-id is the W3C one when a call
 carries it (the most common when several do), else derived from the first call's id
 (``trace_id_source`` says which). Span ids are derived from call ids, except that the
 ``parent-id`` of a request's ``traceparent`` is the span id of the span that sent it: shared
 by several requests it is the agent's span (the caller), unique to one request it is that
-request's own client span. Nothing else is guessed: no grouping by time or connection.
+request's own client span. Nothing else is guessed: no grouping by time, nor by an HTTP
+connection (which carries any number of sessions).
 
 Tool spans: one per tool call in a model call's output. ``result_in`` is the first later
 model call whose input carries a tool result with that id; ``execution`` the observed call
@@ -77,8 +82,12 @@ def build_traces(
     links: Mapping[str, HistoryLink],
     http: Sequence[HttpRequest] = (),
     model_hosts: Collection[str] = (),
+    connection_of: Mapping[str, str] | None = None,
 ) -> list[Trace]:
-    """The traces of ``calls`` (and of the unclaimed HTTP requests that executed tools)."""
+    """The traces of ``calls`` (and of the unclaimed HTTP requests that executed tools).
+
+    ``connection_of`` (exchange id -> connection) names the stdio connection of MCP stdio
+    calls: without it, they are joined by their other evidence only."""
     ordered = sorted(
         enumerate(calls),
         key=lambda p: (p[1].timing.started is None, p[1].timing.started or 0.0, p[0]),
@@ -103,6 +112,8 @@ def build_traces(
     model_calls = [c for _, c in ordered if is_model_call(c)]
     tools = _tool_spans(model_calls, [c for _, c in ordered], http, groups, model_hosts)
     _join_ids(groups, by_id.values())
+    if connection_of:
+        _join_stdio_sessions(groups, by_id.values(), connection_of)
     _join_listed_tools(groups, model_calls, [c for _, c in ordered if c.api == "mcp"])
     return _traces(groups, [c for _, c in ordered], http, tools, parents, links)
 
@@ -150,6 +161,32 @@ def _join_ids(groups: _Groups, calls: Iterable[Call]) -> None:
                     "where": call.id_sources.get(name),
                 },
             )
+
+
+def _join_stdio_sessions(
+    groups: _Groups, calls: Iterable[Call], connection_of: Mapping[str, str]
+) -> None:
+    """The MCP calls of one stdio connection: one session, one server process."""
+    first: dict[str, str] = {}
+    for call in calls:
+        if call.api != "mcp" or call.extras.get("mcp_transport") != "stdio":
+            continue
+        conn = connection_of.get(call.exchange_id)
+        if conn is None:
+            continue
+        if conn not in first:
+            first[conn] = call.id
+            continue
+        groups.join(
+            first[conn],
+            call.id,
+            {
+                "origin": "mcp_session",
+                "calls": [first[conn], call.id],
+                "connection": conn,
+                "detail": "MCP over stdio: one transcript is one session (one server process)",
+            },
+        )
 
 
 def _join_listed_tools(
@@ -334,7 +371,7 @@ def _same_tool(part: ToolCallPart, call: Call) -> tuple[str, float] | None:
             return None
         if asked.name == part.name:
             return f"MCP tools/call {asked.name} with the same arguments", 1.0
-        if part.name.endswith(asked.name):
+        if part.name is not None and asked.name and part.name.endswith(asked.name):
             return f"MCP tools/call {asked.name} (a suffix of {part.name}), same arguments", 0.8
         return None
     values = _argument_values(part.arguments)

@@ -87,9 +87,7 @@ def _message(m: Message) -> Message:
 def _part(part: Part) -> Part:
     if isinstance(part, TextPart | ReasoningPart):
         return replace(
-            part,
-            content=_text(part.content.strip()),
-            provider_details=_value(part.provider_details),
+            part, content=_part_text(part.content), provider_details=_value(part.provider_details)
         )
     if isinstance(part, GenericPart):
         return replace(part, fields=_value(part.fields))
@@ -117,6 +115,13 @@ def _value(value: Json) -> Json:
     if isinstance(value, list):
         return [_value(v) for v in value]
     return value
+
+
+def _part_text(text: str) -> str:
+    """A text part's content as sent (a streamed chunk's leading space is text); a long one
+    cut, its digest taken without the whitespace around it, which a replayed turn may not
+    keep (history compares parts up to that whitespace)."""
+    return text if len(text) <= KEPT_CHARS else _text(text.strip())
 
 
 def _text(text: str) -> str:
@@ -173,7 +178,9 @@ class Analysis:
         claimed = {c.exchange_id for c in self.calls}  # MCP calls can come late
         self.http = [h for h in self.http if h.exchange_id not in claimed]
         self.links = link_history(self.calls)
-        self.traces = build_traces(self.calls, self.links, self.http, self.model_hosts)
+        self.traces = build_traces(
+            self.calls, self.links, self.http, self.model_hosts, self._connection
+        )
         connection_hints(self.traces, self.calls, self._connection)
         self.incidents = find_incidents(self.calls, self.traces, self.links)
 

@@ -403,7 +403,7 @@ def _span(start: int, end: int) -> str:
 # -- keys ------------------------------------------------------------------------------------
 
 
-def _role(message: Message, *, output: bool) -> str:
+def _role(message: Message, *, output: bool) -> str | None:
     return ASSISTANT if output else message.role
 
 
@@ -442,7 +442,7 @@ def _reasoning(messages: Sequence[tuple[Message, bool]]) -> list[Json]:
     ]
 
 
-def _parts_key(parts: Iterable[Part], *, role: str) -> list[Json]:
+def _parts_key(parts: Iterable[Part], *, role: str | None) -> list[Json]:
     """The loose keys of ``parts``: what a replay must keep (server-side parts of an
     assistant turn aside)."""
     keep = (p for p in parts if role != ASSISTANT or not _server_side(p))
@@ -471,7 +471,7 @@ def _server_side(part: Part) -> bool:
 def _part_key(part: Part, *, strict: bool) -> Json | None:
     """What a replay must keep of a part; None for what it may drop."""
     if isinstance(part, TextPart):
-        text = part.content if strict else part.content.strip()
+        text = part.content.strip()  # a replayed turn may lose the whitespace around a text
         return ["text", text] if text or strict else None
     if isinstance(part, ReasoningPart):
         return None

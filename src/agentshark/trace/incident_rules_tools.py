@@ -206,7 +206,7 @@ def tool_result_error_not_reported(ctx: Context) -> Iterator[Incident]:
 def history_tool_call_altered(ctx: Context) -> Iterator[Incident]:
     """Rule ``history.tool_call_altered``: reported once per altered version."""
     sent: dict[str, tuple[Call, ToolCallPart]] = {}  # tool call id -> latest output holding it
-    reported: set[tuple[str, str, bytes]] = set()
+    reported: set[tuple[str, str | None, bytes]] = set()
     for call in ctx.calls:
         if is_model_call(call):
             for i, j, part in located(call.input_messages):
@@ -291,8 +291,8 @@ def tool_call_executed_twice(ctx: Context) -> Iterator[Incident]:
 def _mcp_repeats(ctx: Context, trace_id: str, call_ids: list[str]) -> Iterator[Incident]:
     """MCP ``tools/call`` requests with the same name and arguments between one model call
     and the next, more of them than that model call asked for."""
-    asked: dict[tuple[str, bytes], int] = {}
-    seen: dict[tuple[str, bytes], list[Call]] = {}
+    asked: dict[tuple[str | None, bytes], int] = {}
+    seen: dict[tuple[str | None, bytes], list[Call]] = {}
     for call_id in call_ids:
         call = ctx.by_id.get(call_id)
         if call is None:
@@ -333,7 +333,7 @@ def tool_call_repeated(ctx: Context) -> Iterator[Incident]:
     """Rule ``tool_call.repeated``: once per trace and (name, arguments), at the call that
     makes it the third."""
     for trace in ctx.traces:
-        seen: dict[tuple[str, bytes], list[str]] = {}
+        seen: dict[tuple[str | None, bytes], list[str]] = {}
         for call_id in trace.calls:
             call = ctx.by_id.get(call_id)
             if call is None or not is_model_call(call):

@@ -4,6 +4,7 @@ their ids (see :mod:`agentshark.trace.build` for how calls were grouped and tool
 from __future__ import annotations
 
 import hashlib
+import itertools
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -245,7 +246,7 @@ def _tool_span(
         span_id_source=source,
         parent_id=agent_id,
         kind="tool",
-        name=f"execute_tool {name}",
+        name=f"execute_tool {name}" if name is not None else "execute_tool",
         started=started,
         ended=ended,
         call_id=ex.id if isinstance(ex, Call) else None,
@@ -264,7 +265,7 @@ def _anchor(tool: ToolUse) -> str:
     return exec_id(tool.execution) if tool.execution is not None else ""
 
 
-def _executed_name(ex: Call | HttpRequest | None) -> str:
+def _executed_name(ex: Call | HttpRequest | None) -> str | None:
     if isinstance(ex, Call):
         asked = asked_tool(ex)
         return asked.name if asked is not None else str(ex.operation)
@@ -283,8 +284,17 @@ def answer_of(call: Call) -> Json:
     for part in parts:
         if isinstance(part, ToolCallResponsePart):
             return part.response
-    texts = [p.content for p in parts if isinstance(p, TextPart)]
-    return "\n".join(texts) if texts else None
+    texts = [p for p in parts if isinstance(p, TextPart)]
+    if not texts:
+        return None
+    # the text parts of one A2A artifact are pieces of one text: joined as sent; a line
+    # break only between parts of different origins (a status message, another artifact)
+    out = [texts[0].content]
+    for before, part in itertools.pairwise(texts):
+        aid = part.provider_details.get("artifact_id")
+        same = aid is not None and aid == before.provider_details.get("artifact_id")
+        out.append(part.content if same else "\n" + part.content)
+    return "".join(out)
 
 
 def hex_id(seed: str, digits: int) -> str:
