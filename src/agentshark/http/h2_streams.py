@@ -4,9 +4,14 @@ message events out (RFC 9113 §5.1, §8.1).
 Each stream carries two messages, the request (side 0, sent by the client) and the response
 (side 1), each NONE (nothing seen), OPEN (head seen) or ENDED. The first header block of a
 message is its head, a later one its trailer section; a response head with a 1xx status is
-informational and leaves the response NONE. A message whose head the capture missed (it
-started mid-connection, or lost bytes) is "headless": its body is still reported, and its
-end is never complete.
+informational and leaves the response NONE.
+
+A message is "lossy" when the capture cannot vouch for it: its head was missed (the capture
+started mid-connection) or lost, its header block did not fully decode (HPACK entries the
+capture never showed, a block cut short), or a capture gap may have held one of its frames
+(:meth:`Streams.taint_open`). A lossy message is still reported, with every field and body
+byte that did decode, but its end is never complete: no exchange is complete with values a
+clean capture would not give.
 """
 
 from __future__ import annotations
@@ -31,11 +36,11 @@ CLOSED_MEMORY = 1024  # closed stream ids remembered exactly (older ones by a fl
 
 
 class Stream:
-    __slots__ = ("headless", "method", "protocol", "state")
+    __slots__ = ("lossy", "method", "protocol", "state")
 
     def __init__(self) -> None:
         self.state = [NONE, NONE]  # request, response
-        self.headless = [False, False]
+        self.lossy = [False, False]  # the message's end is never complete (module docstring)
         self.method = ""
         self.protocol = ""  # :protocol of an extended CONNECT (RFC 8441)
 
@@ -113,7 +118,7 @@ class Streams:
                 "message whose head the capture missed"
             )
             out.append(_error(side, offset, ts, message, sid))
-            s.headless[side] = True
+            s.lossy[side] = True
             s.state[side] = OPEN
             self._trailers(side, sid, decoded, end_stream, offset, ts, out)
             return
@@ -144,6 +149,7 @@ class Streams:
                 )
                 if decoded.error:
                     out.append(_block_error(side, sid, decoded, offset, ts))
+                    s.lossy[1] |= not decoded.complete  # its fields are the response's too
                 if end_stream:  # §8.1: an informational response cannot end a stream
                     message = f"a {status} response ends stream {sid}"
                     out.append(_error(side, offset, ts, message, sid))
@@ -165,6 +171,7 @@ class Streams:
         s.state[side] = OPEN
         if decoded.error:
             out.append(_block_error(side, sid, decoded, offset, ts))
+            s.lossy[side] |= not decoded.complete
         if end_stream:
             self.end_message(side, sid, ts, out, complete=True)
 
@@ -180,6 +187,10 @@ class Streams:
     ) -> None:
         if decoded.error:
             out.append(_block_error(side, sid, decoded, offset, ts))
+            if not decoded.complete:
+                s = self._open.get(sid)
+                if s is not None:
+                    s.lossy[side] = True
         if not end_stream:  # §8.1: a trailer section ends the stream
             names = ", ".join(name for name, _ in decoded.headers)
             message = (
@@ -215,6 +226,9 @@ class Streams:
         if s is not None:
             s.state[0] = ENDED
             s.method = _pseudo(decoded.headers, ":method") or "?"
+            # the pushed request is reported as promised: an incomplete promise taints the
+            # exchange through its response
+            s.lossy[1] |= not decoded.complete
 
     # -- bodies and ends ------------------------------------------------------------------
 
@@ -246,7 +260,7 @@ class Streams:
         )
         out.append(_error(side, offset, ts, message, sid))
         s.state[side] = OPEN
-        s.headless[side] = True
+        s.lossy[side] = True
         return True
 
     def end_message(
@@ -267,7 +281,7 @@ class Streams:
                 stream=sid,
                 response=side == 1,
                 ts=ts,
-                complete=complete and not s.headless[side],
+                complete=complete and not s.lossy[side],
                 trailers=trailers or [],
             )
         )
