@@ -37,7 +37,7 @@ def tcp_payload_length(frame: bytes) -> int:
     if len(frame) < 34 or frame[12:14] != b"\x08\x00" or frame[23] != 6:
         return 0
     ihl = (frame[14] & 0x0F) * 4
-    total = struct.unpack_from(">H", frame, 16)[0]
+    total: int = struct.unpack_from(">H", frame, 16)[0]
     offset = (frame[14 + ihl + 12] >> 4) * 4
     return max(total - ihl - offset, 0)
 
