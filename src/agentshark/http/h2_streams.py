@@ -63,6 +63,14 @@ class Streams:
             s = self._open[sid] = Stream()
         return s
 
+    def may_carry(self, side: int, sid: int) -> bool:
+        """Could ``side`` send DATA, HEADERS or CONTINUATION on ``sid`` now? No when the
+        stream is closed, or ``side`` ended its message on it (a resync rule, §5.1)."""
+        s = self._open.get(sid)
+        if s is not None:
+            return s.state[side] != ENDED
+        return sid not in self._closed and sid > self._closed_floor[sid & 1]
+
     def close(self, sid: int, *, reset: bool = False) -> None:
         """Closed by both END_STREAMs or by a reset: later frames on it are ignored (§5.1),
         silently after a reset (frames in flight cross it)."""
@@ -287,6 +295,59 @@ class Streams:
         )
         s.state[side] = ENDED
         self._close_if_done(sid, s)
+
+    def taint_open(self, side: int, offset: int, ts: float, out: list[HttpEvent], why: str) -> None:
+        """Frames ``side`` sent may have been lost (``why``): every message of ``side``
+        that has not ended, or not begun on an open stream (a lost frame may be its head or
+        a 1xx), becomes lossy, with a ParseError on its stream."""
+        for sid, s in self._open.items():
+            if s.state[side] != ENDED:
+                s.lossy[side] = True
+                what = "response" if side else "request"
+                message = f"{why}: frames of this stream may be lost; its {what} is incomplete"
+                out.append(_error(side, offset, ts, message, sid))
+
+    def taint(self, side: int, sid: int) -> None:
+        """The message of ``side`` on ``sid`` lost a frame (a gap cut it)."""
+        s = self.get(sid) if sid else None
+        if s is not None:
+            s.lossy[side] = True
+
+    def on_lost_block(
+        self,
+        side: int,
+        sid: int,
+        end_stream: bool,
+        started: float,
+        offset: int,
+        ts: float,
+        out: list[HttpEvent],
+    ) -> None:
+        """A header block from ``side`` on ``sid`` that a capture gap cut: its message is
+        lossy; a head never seen is reported with no fields (``?`` / status 0), so the
+        body that follows has a message to belong to."""
+        s = self.get(sid)
+        if s is None:
+            return
+        s.lossy[side] = True
+        state = s.state[side]
+        if state == NONE:
+            s.state[side] = OPEN
+            if side == 0:
+                s.method = "?"
+                out.append(
+                    RequestHeaders(
+                        stream=sid, method="?", target="?", version="HTTP/2", headers=[], ts=started
+                    )
+                )
+            else:
+                out.append(
+                    ResponseHeaders(
+                        stream=sid, status=0, reason="", version="HTTP/2", headers=[], ts=started
+                    )
+                )
+        if end_stream and state != ENDED:
+            self.end_message(side, sid, ts, out, complete=False)
 
     def end_open(self, side: int, ts: float, out: list[HttpEvent]) -> None:
         """Every message ``side`` left open ends here, incomplete."""
