@@ -28,8 +28,34 @@ END_STREAM into messages.
   garbage; a frame larger than SETTINGS_MAX_FRAME_SIZE allows): the direction
   resynchronizes on the first run of plausible frame headers
   (:func:`~agentshark.http.h2_frames.chain_verdict`), with a :class:`ParseError` for the
-  bytes skipped. A capture gap inside a DATA payload is a :class:`BodyGap`; anywhere else it
-  ends the direction's open messages incomplete, forgets its HPACK state, and resyncs.
+  bytes skipped.
+
+A capture gap (``gap``, its size exact, as TCP sequence numbers give it) costs the streams
+it may have touched, never the connection:
+
+* inside a DATA payload (its frame header seen): a :class:`BodyGap` on that stream only;
+* inside another frame whose 9-byte header was seen: that frame is lost, and the rest of it
+  is skipped where it comes, so the frames after it are read in place. A cut HEADERS,
+  PUSH_PROMISE or CONTINUATION loses its header block (its message is reported with the
+  fields that never came missing, marked incomplete) and the direction's HPACK table is
+  forgotten; a cut RST_STREAM marks both messages of its stream; a cut SETTINGS keeps its
+  place in the SETTINGS/ACK pairing; PING, WINDOW_UPDATE, PRIORITY, GOAWAY cost nothing
+  but a diagnostic;
+* past a frame boundary (or inside a frame header): which frames were lost is unknown.
+  Every message of the direction that has not ended (or, on an open stream, not begun:
+  the lost frame may be its head or a 1xx) is marked lossy, with a diagnostic on its stream
+  naming the gap (direction, byte offset, size); the open header block is cut; HPACK
+  forgets its table; the direction resyncs on the next frame boundary with the stricter
+  rules of :func:`~agentshark.http.h2_frames.chain_verdict` (DATA, HEADERS and
+  CONTINUATION only on streams that can still carry them). The marked messages go on:
+  their frames after the resync are still added, and they end incomplete.
+
+After HPACK forgets its table, a block that indexes an entry the capture no longer knows
+(it may have been added, or moved, by a lost block) decodes without that field and leaves
+its message incomplete; blocks that use only the static table, literals and entries added
+since the gap decode as they would have (see :mod:`~agentshark.http.h2_hpack`). So every
+message is either what a clean capture gives or marked incomplete, and a DATA frame is
+only ever attributed by its own frame header.
 
 Garbage in gives ParseErrors, never an exception.
 """
@@ -75,6 +101,8 @@ from agentshark.http.h2_frames import (
     PRIORITY,
     PRIORITY_FLAG,
     PUSH_PROMISE,
+    RST_STREAM,
+    SETTINGS,
     SETTINGS_HEADER_TABLE_SIZE,
     SETTINGS_MAX_FRAME_SIZE,
     WINDOW_UPDATE,
@@ -82,7 +110,7 @@ from agentshark.http.h2_frames import (
     error_name,
     type_name,
 )
-from agentshark.http.h2_hpack import BlockDecoder
+from agentshark.http.h2_hpack import BlockDecoder, Decoded
 from agentshark.http.h2_streams import ENDED, Streams
 
 __all__ = ["PREFACE", "H2Connection", "error_name"]
@@ -107,6 +135,7 @@ class _Direction:
         "base",
         "block",
         "block_end",
+        "block_lost",
         "block_offset",
         "block_promised",
         "block_size",
@@ -151,6 +180,7 @@ class _Direction:
         self.block_stream = 0  # 0: no header block open
         self.block_size = 0
         self.block_end = False  # END_STREAM on the HEADERS frame
+        self.block_lost = False  # a capture gap cut the block: its fragments are dropped
         self.block_promised = 0  # the promised stream of a PUSH_PROMISE block
         self.block_ts = 0.0
         self.block_offset = 0
@@ -222,21 +252,32 @@ class H2Connection:
         return out
 
     def gap(self, direction: int, size: int, ts: float) -> list[HttpEvent]:
-        """``size`` bytes of ``direction`` were never captured."""
+        """``size`` bytes of ``direction`` were never captured (see the module docstring
+        for what they cost)."""
         d = self._dirs[direction]
         out: list[HttpEvent] = []
+        gap = (
+            f"a capture gap of {size} bytes at {'server' if d.response else 'client'} "
+            f"byte {d.offset + d.held_len}"
+        )
         if d.mode is Mode.RESYNC or d.mode is Mode.MAYBE_PREFACE:
             self._flush_resync(d, ts, out)
-        if d.mode is _FRAMES and not d.held:
-            size = self._gap_in_data(d, size, ts, out)
+        if d.mode is _FRAMES:
+            if not d.held:
+                size = self._gap_in_data(d, size, ts, out)
+            elif d.held_len >= 9:
+                size = self._gap_in_frame(d, size, ts, out, gap)
             if not size:
                 return out
         if d.mode is _FRAMES or d.mode is Mode.PREFACE:
-            where = "a frame" if d.mode is _FRAMES else "the connection preface"
-            self._lose_sync(d, ts, out, f"a capture gap of {size} bytes cut {where}")
+            where = "frames" if d.mode is _FRAMES else "the connection preface"
+            self._lose_sync(d, ts, out, f"{gap} lost {where}")
         else:
             self._report_skipped(d, ts, out)
             self._drop_held(d)
+            if d.mode is Mode.RESYNC:  # still lost: whatever the gap held is unknown too
+                self._streams.taint_open(d.side, d.offset, ts, out, gap)
+                d.hpack.forget()
         d.offset += size
         return out
 
@@ -430,6 +471,67 @@ class H2Connection:
             self._data_end(d, ts, out)
         return size
 
+    def _gap_in_frame(
+        self, d: _Direction, size: int, ts: float, out: list[HttpEvent], gap: str
+    ) -> int:
+        """A gap after the held header of a frame: the frame is lost (its stream, or the
+        connection-level state it carried, says so) and the rest of it that comes after
+        the gap is skipped; returns the size of the part of the gap past the frame."""
+        hi, lo, ftype, flags, sid = FRAME_HEADER.unpack_from(b"".join(d.held)[:9])
+        rest: int = 9 + (hi << 8 | lo) - d.held_len  # bytes of the frame not yet seen
+        self._drop_held(d)
+        self._frame_cut(d, ftype, flags, sid & 0x7FFFFFFF, ts, out, gap)
+        take = min(size, rest)
+        d.offset += take
+        d.data_left = 0
+        d.data_emit = d.data_end = False
+        d.pad_left = rest - take  # skipped as padding is
+        return size - take
+
+    def _frame_cut(
+        self,
+        d: _Direction,
+        ftype: int,
+        flags: int,
+        sid: int,
+        ts: float,
+        out: list[HttpEvent],
+        gap: str,
+    ) -> None:
+        """What a frame whose payload a gap cut costs, by type."""
+        side = d.side
+        what = f"{gap} cut a {type_name(ftype)} frame" + (f" of stream {sid}" if sid else "")
+        if d.block_stream and (ftype != CONTINUATION or sid != d.block_stream):
+            self._block_interrupted(d, ftype, sid, ts, out)
+        if ftype in (HEADERS, PUSH_PROMISE, CONTINUATION):
+            d.hpack.forget()  # the entries the block added are unknown
+            if ftype == CONTINUATION and not d.block_stream:
+                out.append(self._error(d, ts, what, stream=sid or None))
+                return
+            if ftype != CONTINUATION:
+                # a lost PUSH_PROMISE's promised stream is unknown: -1, nothing to report
+                self._block_start(d, sid, b"", flags, -1 if ftype == PUSH_PROMISE else 0, ts)
+            d.block_lost = True
+            out.append(self._error(d, ts, what + "; its header block is lost", stream=sid))
+            if flags & END_HEADERS:
+                self._block_done(d, ts, out)
+            return
+        if ftype == DATA:  # the pad length was lost: payload and padding are unknown
+            self._streams.taint(side, sid)
+            out.append(self._error(d, ts, what, stream=sid or None))
+            if flags & END_STREAM:
+                self._streams.end_message(side, sid, ts, out, complete=False)
+            return
+        if ftype == RST_STREAM:  # the stream may have been reset
+            self._streams.taint(0, sid)
+            self._streams.taint(1, sid)
+        elif ftype == SETTINGS:  # keep the order in which SETTINGS and their ACKs pair
+            if flags & ACK:
+                self._apply_settings(d)
+            else:
+                d.settings.append({})
+        out.append(self._error(d, ts, what, stream=sid or None))
+
     # -- other frames ---------------------------------------------------------------------
 
     def _control(
@@ -537,6 +639,10 @@ class H2Connection:
         if not flags & ACK:
             d.settings.append(dict(frame.settings))
             return
+        self._apply_settings(d)
+
+    def _apply_settings(self, d: _Direction) -> None:
+        """``d`` acknowledged the oldest SETTINGS the other side sent."""
         other = self._dirs[1 - d.side]
         if not other.settings:
             return  # the acknowledged SETTINGS were sent before the capture started
@@ -566,10 +672,13 @@ class H2Connection:
         d.block_stream = sid
         d.block_end = bool(flags & END_STREAM) and not promised
         d.block_promised = promised
+        d.block_lost = False
         d.block_ts = started
         d.block_offset = d.offset
 
     def _block_add(self, d: _Direction, fragment: bytes, ts: float, out: list[HttpEvent]) -> None:
+        if d.block_lost:
+            return
         if d.block_size + len(fragment) > MAX_HEADER_BLOCK:
             if d.block_size <= MAX_HEADER_BLOCK:
                 message = (
@@ -591,17 +700,33 @@ class H2Connection:
             f"{type_name(ftype)} frame on stream {sid}; decoding what arrived"
         )
         out.append(self._error(d, ts, message, stream=d.block_stream))
-        self._block_done(d, ts, out)
+        self._block_done(d, ts, out, cut=True)
         d.hpack.forget()  # the block's end (and the entries it added) never came
 
-    def _block_done(self, d: _Direction, ts: float, out: list[HttpEvent]) -> None:
-        block = d.block[0] if len(d.block) == 1 else b"".join(d.block)
+    def _block_done(
+        self, d: _Direction, ts: float, out: list[HttpEvent], *, cut: bool = False
+    ) -> None:
+        """The block ended (END_HEADERS), or was ``cut`` short (its fields are not all
+        there, whatever the part that came decodes to)."""
         sid = d.block_stream
+        if d.block_lost:
+            d.block = []
+            d.block_stream = 0
+            d.block_lost = False
+            if d.block_promised >= 0:  # (a lost PUSH_PROMISE names no stream we know)
+                self._streams.on_lost_block(
+                    d.side, sid, d.block_end, d.block_ts, d.block_offset, ts, out
+                )
+            return
+        block = d.block[0] if len(d.block) == 1 else b"".join(d.block)
         d.block = []
         d.block_stream = 0
         decoded = d.hpack.decode(block)
         if d.block_size > MAX_HEADER_BLOCK:
             d.hpack.forget()  # the entries the cut part added are unknown
+            cut = True
+        if cut:
+            decoded = Decoded(decoded.headers, decoded.error or "the block was cut", False)
         if d.block_promised:
             self._streams.on_push(
                 d.side, sid, d.block_promised, decoded, d.block_ts, d.block_offset, ts, out
@@ -614,11 +739,21 @@ class H2Connection:
     # -- losing and finding sync ----------------------------------------------------------
 
     def _lose_sync(self, d: _Direction, ts: float, out: list[HttpEvent], why: str) -> None:
-        """The frame layer of ``d`` is lost: end what it had open, forget HPACK, resync."""
-        out.append(self._error(d, ts, why + "; the open messages of this direction end here"))
+        """The frame layer of ``d`` is lost (``why``): any frame may be gone. The header
+        block it was in is cut, every message of the direction that had not ended is
+        lossy, HPACK forgets its table, and the direction resyncs. Messages go on: the
+        frames found after the resync still add to them."""
+        out.append(self._error(d, ts, why + "; resynchronizing on the next frame"))
+        if d.block_stream:
+            if not d.block_lost:
+                message = f"{why}: the header block of stream {d.block_stream} is cut"
+                out.append(self._error(d, ts, message, stream=d.block_stream))
+            self._block_done(d, ts, out, cut=True)
+        if d.data_left or d.pad_left:
+            self._streams.taint(d.side, d.data_stream)
         self._drop_held(d)
         self._reset_frame_state(d)
-        self._streams.end_open(d.side, ts, out)
+        self._streams.taint_open(d.side, d.offset, ts, out, why)
         d.hpack.forget()
         d.mode = Mode.RESYNC
 
@@ -653,9 +788,28 @@ class H2Connection:
         server = d.response
         max_frame = d.max_frame
         max_stream = self._streams.max_stream
+        side = d.side
+        may_carry = self._streams.may_carry
+
+        def carried(sid: int) -> bool:
+            return may_carry(side, sid)
+
+        # A frame no longer than 65535 bytes starts with a zero byte: jump between them.
+        zero_first = (max_frame or DEFAULT_MAX_FRAME) <= 0xFFFF
         while n - i >= 9:
+            if zero_first and buf[i]:
+                i = buf.find(b"\0", i, n - 8)
+                if i < 0:
+                    i = n - 8
+                    break
             verdict = chain_verdict(
-                buf, i, server=server, max_frame=max_frame, max_stream=max_stream, final=final
+                buf,
+                i,
+                server=server,
+                max_frame=max_frame,
+                max_stream=max_stream,
+                final=final,
+                may_carry=carried,
             )
             if verdict == 0:
                 found = i
@@ -718,6 +872,7 @@ class H2Connection:
         d.data_emit = d.data_end = False
         d.block = []
         d.block_stream = 0
+        d.block_lost = False
 
     def _error(
         self, d: _Direction, ts: float, message: str, *, stream: int | None = None

@@ -4,9 +4,14 @@ message events out (RFC 9113 §5.1, §8.1).
 Each stream carries two messages, the request (side 0, sent by the client) and the response
 (side 1), each NONE (nothing seen), OPEN (head seen) or ENDED. The first header block of a
 message is its head, a later one its trailer section; a response head with a 1xx status is
-informational and leaves the response NONE. A message whose head the capture missed (it
-started mid-connection, or lost bytes) is "headless": its body is still reported, and its
-end is never complete.
+informational and leaves the response NONE.
+
+A message is "lossy" when the capture cannot vouch for it: its head was missed (the capture
+started mid-connection) or lost, its header block did not fully decode (HPACK entries the
+capture never showed, a block cut short), or a capture gap may have held one of its frames
+(:meth:`Streams.taint_open`). A lossy message is still reported, with every field and body
+byte that did decode, but its end is never complete: no exchange is complete with values a
+clean capture would not give.
 """
 
 from __future__ import annotations
@@ -31,11 +36,11 @@ CLOSED_MEMORY = 1024  # closed stream ids remembered exactly (older ones by a fl
 
 
 class Stream:
-    __slots__ = ("headless", "method", "protocol", "state")
+    __slots__ = ("lossy", "method", "protocol", "state")
 
     def __init__(self) -> None:
         self.state = [NONE, NONE]  # request, response
-        self.headless = [False, False]
+        self.lossy = [False, False]  # the message's end is never complete (module docstring)
         self.method = ""
         self.protocol = ""  # :protocol of an extended CONNECT (RFC 8441)
 
@@ -57,6 +62,14 @@ class Streams:
                 return None
             s = self._open[sid] = Stream()
         return s
+
+    def may_carry(self, side: int, sid: int) -> bool:
+        """Could ``side`` send DATA, HEADERS or CONTINUATION on ``sid`` now? No when the
+        stream is closed, or ``side`` ended its message on it (a resync rule, §5.1)."""
+        s = self._open.get(sid)
+        if s is not None:
+            return s.state[side] != ENDED
+        return sid not in self._closed and sid > self._closed_floor[sid & 1]
 
     def close(self, sid: int, *, reset: bool = False) -> None:
         """Closed by both END_STREAMs or by a reset: later frames on it are ignored (§5.1),
@@ -113,7 +126,7 @@ class Streams:
                 "message whose head the capture missed"
             )
             out.append(_error(side, offset, ts, message, sid))
-            s.headless[side] = True
+            s.lossy[side] = True
             s.state[side] = OPEN
             self._trailers(side, sid, decoded, end_stream, offset, ts, out)
             return
@@ -144,6 +157,7 @@ class Streams:
                 )
                 if decoded.error:
                     out.append(_block_error(side, sid, decoded, offset, ts))
+                    s.lossy[1] |= not decoded.complete  # its fields are the response's too
                 if end_stream:  # §8.1: an informational response cannot end a stream
                     message = f"a {status} response ends stream {sid}"
                     out.append(_error(side, offset, ts, message, sid))
@@ -165,6 +179,7 @@ class Streams:
         s.state[side] = OPEN
         if decoded.error:
             out.append(_block_error(side, sid, decoded, offset, ts))
+            s.lossy[side] |= not decoded.complete
         if end_stream:
             self.end_message(side, sid, ts, out, complete=True)
 
@@ -180,6 +195,10 @@ class Streams:
     ) -> None:
         if decoded.error:
             out.append(_block_error(side, sid, decoded, offset, ts))
+            if not decoded.complete:
+                s = self._open.get(sid)
+                if s is not None:
+                    s.lossy[side] = True
         if not end_stream:  # §8.1: a trailer section ends the stream
             names = ", ".join(name for name, _ in decoded.headers)
             message = (
@@ -215,6 +234,9 @@ class Streams:
         if s is not None:
             s.state[0] = ENDED
             s.method = _pseudo(decoded.headers, ":method") or "?"
+            # the pushed request is reported as promised: an incomplete promise taints the
+            # exchange through its response
+            s.lossy[1] |= not decoded.complete
 
     # -- bodies and ends ------------------------------------------------------------------
 
@@ -246,7 +268,7 @@ class Streams:
         )
         out.append(_error(side, offset, ts, message, sid))
         s.state[side] = OPEN
-        s.headless[side] = True
+        s.lossy[side] = True
         return True
 
     def end_message(
@@ -267,12 +289,65 @@ class Streams:
                 stream=sid,
                 response=side == 1,
                 ts=ts,
-                complete=complete and not s.headless[side],
+                complete=complete and not s.lossy[side],
                 trailers=trailers or [],
             )
         )
         s.state[side] = ENDED
         self._close_if_done(sid, s)
+
+    def taint_open(self, side: int, offset: int, ts: float, out: list[HttpEvent], why: str) -> None:
+        """Frames ``side`` sent may have been lost (``why``): every message of ``side``
+        that has not ended, or not begun on an open stream (a lost frame may be its head or
+        a 1xx), becomes lossy, with a ParseError on its stream."""
+        for sid, s in self._open.items():
+            if s.state[side] != ENDED:
+                s.lossy[side] = True
+                what = "response" if side else "request"
+                message = f"{why}: frames of this stream may be lost; its {what} is incomplete"
+                out.append(_error(side, offset, ts, message, sid))
+
+    def taint(self, side: int, sid: int) -> None:
+        """The message of ``side`` on ``sid`` lost a frame (a gap cut it)."""
+        s = self.get(sid) if sid else None
+        if s is not None:
+            s.lossy[side] = True
+
+    def on_lost_block(
+        self,
+        side: int,
+        sid: int,
+        end_stream: bool,
+        started: float,
+        offset: int,
+        ts: float,
+        out: list[HttpEvent],
+    ) -> None:
+        """A header block from ``side`` on ``sid`` that a capture gap cut: its message is
+        lossy; a head never seen is reported with no fields (``?`` / status 0), so the
+        body that follows has a message to belong to."""
+        s = self.get(sid)
+        if s is None:
+            return
+        s.lossy[side] = True
+        state = s.state[side]
+        if state == NONE:
+            s.state[side] = OPEN
+            if side == 0:
+                s.method = "?"
+                out.append(
+                    RequestHeaders(
+                        stream=sid, method="?", target="?", version="HTTP/2", headers=[], ts=started
+                    )
+                )
+            else:
+                out.append(
+                    ResponseHeaders(
+                        stream=sid, status=0, reason="", version="HTTP/2", headers=[], ts=started
+                    )
+                )
+        if end_stream and state != ENDED:
+            self.end_message(side, sid, ts, out, complete=False)
 
     def end_open(self, side: int, ts: float, out: list[HttpEvent]) -> None:
         """Every message ``side`` left open ends here, incomplete."""

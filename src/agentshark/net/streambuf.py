@@ -23,7 +23,6 @@ Pieces
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections import deque
 
 __all__ = ["PIECE_COST", "RECENT_LIMIT", "SEQ_HALF", "SEQ_MASK", "Piece", "StreamBuffer"]
 
@@ -69,7 +68,9 @@ class StreamBuffer:
         self.starts: list[int] = []  # sorted offsets of the buffered pieces
         self.pend: dict[int, Piece] = {}  # buffered out-of-order pieces, never overlapping
         self.pend_cost = 0
-        self.recent: deque[tuple[int, bytes]] = deque()  # last delivered (offset, data)
+        # last delivered (offset, data), oldest first: a list, as an empty deque costs 600
+        # bytes per direction, and trimming (rare: see _RECENT_KEEP) cuts it in one step
+        self.recent: list[tuple[int, bytes]] = []
         self.recent_cost = 0
 
     def start(self, seq: int) -> None:
@@ -206,8 +207,12 @@ class StreamBuffer:
         """Forget the oldest delivered pieces, down to about half of ``RECENT_LIMIT``."""
         recent = self.recent
         cost = self.recent_cost
-        while cost > _RECENT_KEEP and len(recent) > 1:
-            cost -= len(recent.popleft()[1]) + PIECE_COST
+        drop = 0
+        last = len(recent) - 1
+        while cost > _RECENT_KEEP and drop < last:
+            cost -= len(recent[drop][1]) + PIECE_COST
+            drop += 1
+        del recent[:drop]
         self.recent_cost = cost
 
     # -- where holes end -----------------------------------------------------------------------

@@ -23,6 +23,7 @@ from agentshark.errors import Diagnostic, InputError
 from agentshark.http.content import DEFAULT_DECODE_LIMIT
 from agentshark.model import Exchange
 from agentshark.net.events import (
+    Connection,
     ConnectionClosed,
     ConnectionOpened,
     StreamData,
@@ -200,6 +201,30 @@ def _analyze(
             yield item
 
 
+class _Analyzers(dict[str, ConnectionAnalyzer]):
+    """The analyzers of the open connections by id, each made at its connection's first
+    event after the opening: a connection that only opened (a half-open one, a scan) holds
+    its TCP state and nothing more. A plain dict lookup for every connection already seen."""
+
+    def __init__(self, make: Callable[[Connection], ConnectionAnalyzer]) -> None:
+        super().__init__()
+        self._make = make
+        self._opened: dict[str, Connection] = {}
+
+    def open(self, conn: Connection) -> None:
+        self._opened[conn.id] = conn
+
+    def __missing__(self, cid: str) -> ConnectionAnalyzer:
+        analyzer = self[cid] = self._make(self._opened.pop(cid))
+        return analyzer
+
+    def close(self, cid: str) -> list[Exchange | ConnectionReport]:
+        """The connection is over: its analyzer's last items (made now if it had none)."""
+        analyzer = self[cid]
+        del self[cid]
+        return analyzer.close()
+
+
 def _packets(
     stream: BinaryIO,
     total: int,
@@ -213,7 +238,7 @@ def _packets(
     reader = read_pcap(stream, name) if report.format == "pcap" else read_pcapng(stream, name)
     decoder = PacketDecoder(source_name=name)
     tcp = TcpReassembler(source_name=name, max_buffered=opts.max_buffered, id_prefix=prefix)
-    conns: dict[str, ConnectionAnalyzer] = {}
+    conns = _Analyzers(lambda conn: ConnectionAnalyzer(conn, report.index, next_id, name, keylog))
     progress = opts.progress
     packets = 0
     decode = decoder.decode
@@ -232,12 +257,10 @@ def _packets(
                 analyzer = conns[ev.connection.id]
                 out.extend(analyzer.end(ev.direction, ev.ts, clean=ev.reason == "fin"))
             elif isinstance(ev, ConnectionOpened):
-                conns[ev.connection.id] = ConnectionAnalyzer(
-                    ev.connection, report.index, next_id, name, keylog
-                )
+                conns.open(ev.connection)
                 report.connections += 1
             elif isinstance(ev, ConnectionClosed):
-                out.extend(conns.pop(ev.connection.id).close())
+                out.extend(conns.close(ev.connection.id))
 
     def drain(out: list[Item]) -> Iterator[Item]:
         for item in out:

@@ -31,6 +31,7 @@ HttpVersion = Literal["http/1.1", "h2"]
 _HELD_LIMIT = 65536
 
 _Held = tuple[str, int, object, float]  # ("data"|"gap"|"end", direction, value, ts)
+_NO_HEADS = (bytearray(), bytearray())  # never written: the heads before the first byte
 
 
 class HttpSession:
@@ -155,7 +156,7 @@ class _Plain:
         self._tls_allowed = tls_allowed
         self._alpn = alpn
         self._events: list[_Held] = []
-        self._heads = (bytearray(), bytearray())
+        self._heads = _NO_HEADS  # made at the first byte: most idle connections send none
         self._ended = [False, False]
         self.protocol: str | None = None
         self.session: HttpSession | None = None
@@ -168,6 +169,8 @@ class _Plain:
         if self.protocol is not None:
             return []
         self._events.append(("data", direction, data, ts))
+        if self._heads is _NO_HEADS:
+            self._heads = (bytearray(), bytearray())
         head = self._heads[direction]
         if len(head) < _HELD_LIMIT:
             head += data[: _HELD_LIMIT - len(head)]
@@ -219,7 +222,7 @@ class _Plain:
             return []
         self.protocol = protocol
         self.swapped = swap
-        self._heads = (bytearray(), bytearray())
+        self._heads = _NO_HEADS
         if protocol not in ("http/1.1", "h2c", "h2"):
             return []
         events = self.held()
@@ -263,27 +266,31 @@ class ConnectionAnalyzer:
         self._keylog = keylog
         self._location = f"{name} {conn.id}"
         self._outer = _Plain(
-            self._assembler_factory("http"),
+            self._http_assembler,
             swap_allowed=not conn.handshake_seen,
             tls_allowed=True,
         )
         self._tls: TlsConnection | None = None
         self._inner: _Plain | None = None
 
-    def _assembler_factory(self, scheme: str) -> Callable[[str], ExchangeAssembler]:
-        def make(transport: str) -> ExchangeAssembler:
-            return ExchangeAssembler(
-                source=self._source,
-                connection=self._conn.id,
-                transport=transport,
-                scheme=scheme,
-                server=format_endpoint(self._conn.server),
-                next_id=self._next_id,
-                location=self._location,
-                tls=self._tls.info if self._tls is not None else None,
-            )
+    # (bound methods, not closures made per connection: an idle connection stays small)
+    def _http_assembler(self, transport: str) -> ExchangeAssembler:
+        return self._make_assembler("http", transport)
 
-        return make
+    def _https_assembler(self, transport: str) -> ExchangeAssembler:
+        return self._make_assembler("https", transport)
+
+    def _make_assembler(self, scheme: str, transport: str) -> ExchangeAssembler:
+        return ExchangeAssembler(
+            source=self._source,
+            connection=self._conn.id,
+            transport=transport,
+            scheme=scheme,
+            server=format_endpoint(self._conn.server),
+            next_id=self._next_id,
+            location=self._location,
+            tls=self._tls.info if self._tls is not None else None,
+        )
 
     # -- TCP events -----------------------------------------------------------------------
 
@@ -345,7 +352,7 @@ class ConnectionAnalyzer:
                 if inner is None:
                     assert self._tls is not None
                     inner = self._inner = _Plain(
-                        self._assembler_factory("https"),
+                        self._https_assembler,
                         swap_allowed=False,
                         tls_allowed=False,
                         alpn=self._tls.info.alpn,
