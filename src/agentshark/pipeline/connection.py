@@ -30,7 +30,7 @@ from agentshark.tls.session import TlsConnection
 HttpVersion = Literal["http/1.1", "h2"]
 _HELD_LIMIT = 65536
 
-_Held = tuple[str, int, object, float]  # ("data"|"gap"|"end", direction, value, ts)
+_Held = tuple[str, int, object, float, int]  # ("data"|"gap"|"end", direction, value, ts, acked)
 
 
 class HttpSession:
@@ -75,13 +75,15 @@ class HttpSession:
     def version(self) -> str:
         return "h2" if self._h2 is not None else "http/1.1"
 
-    def feed(self, direction: int, data: bytes, ts: float) -> list[Exchange]:
+    def feed(self, direction: int, data: bytes, ts: float, acked: int = -1) -> list[Exchange]:
+        """``acked``: what the segment carrying ``data`` acknowledged of the other direction
+        (HTTP/1 pairs responses by it after a gap; HTTP/2 does not need it)."""
         h2 = self._h2
         if h2 is not None:
             events = h2.feed(direction, data, ts)
             return self._emit(events) if events else []
         assert self._h1 is not None
-        events = self._h1.feed(direction, data, ts)
+        events = self._h1.feed(direction, data, ts, acked)
         if not events:
             return []
         done = self._emit(events)
@@ -161,13 +163,13 @@ class _Plain:
         self.session: HttpSession | None = None
         self.swapped = False
 
-    def data(self, direction: int, data: bytes, ts: float) -> list[Exchange]:
+    def data(self, direction: int, data: bytes, ts: float, acked: int = -1) -> list[Exchange]:
         session = self.session
         if session is not None:
-            return session.feed(direction, data, ts)
+            return session.feed(direction, data, ts, acked)
         if self.protocol is not None:
             return []
-        self._events.append(("data", direction, data, ts))
+        self._events.append(("data", direction, data, ts, acked))
         head = self._heads[direction]
         if len(head) < _HELD_LIMIT:
             head += data[: _HELD_LIMIT - len(head)]
@@ -178,7 +180,7 @@ class _Plain:
             return self.session.gap(direction, size, ts)
         if self.protocol is not None:
             return []
-        self._events.append(("gap", direction, size, ts))
+        self._events.append(("gap", direction, size, ts, -1))
         return self._decide(final=True)
 
     def end(self, direction: int, ts: float, *, clean: bool) -> list[Exchange]:
@@ -187,7 +189,7 @@ class _Plain:
             return self.session.end(direction, ts, clean=clean)
         if self.protocol is not None:
             return []
-        self._events.append(("end", direction, clean, ts))
+        self._events.append(("end", direction, clean, ts, -1))
         return self._decide(final=all(self._ended))
 
     def finish(self) -> list[Exchange]:
@@ -224,7 +226,7 @@ class _Plain:
             return []
         events = self.held()
         if swap:
-            events = [(kind, 1 - d, value, ts) for kind, d, value, ts in events]
+            events = [(kind, 1 - d, value, ts, acked) for kind, d, value, ts, acked in events]
         version: HttpVersion = "http/1.1" if protocol == "http/1.1" else "h2"
         self.session = HttpSession(version, self._make_assembler)
         return replay(self, events)
@@ -232,10 +234,10 @@ class _Plain:
 
 def replay(target: _Plain | ConnectionAnalyzer, events: list[_Held]) -> list[Exchange]:
     out: list[Exchange] = []
-    for kind, d, value, ts in events:
+    for kind, d, value, ts, acked in events:
         if kind == "data":
             assert isinstance(value, bytes)
-            out.extend(target.data(d, value, ts))
+            out.extend(target.data(d, value, ts, acked))
         elif kind == "gap":
             assert isinstance(value, int)
             out.extend(target.gap(d, value, ts))
@@ -287,10 +289,11 @@ class ConnectionAnalyzer:
 
     # -- TCP events -----------------------------------------------------------------------
 
-    def data(self, direction: int, data: bytes, ts: float) -> list[Exchange]:
+    def data(self, direction: int, data: bytes, ts: float, acked: int = -1) -> list[Exchange]:
+        """TCP bytes of ``direction``; ``acked`` as ``StreamData.acked``."""
         tls = self._tls
         if tls is None:
-            out = self._outer.data(direction, data, ts)
+            out = self._outer.data(direction, data, ts, acked)
             if self._outer.protocol == "tls" and self._tls is None:
                 out.extend(self._start_tls())
             return out
