@@ -95,6 +95,7 @@ class _Direction:
 
     __slots__ = (
         "acked",
+        "after_gap",
         "buf",
         "buf_acked",
         "buf_ts",
@@ -115,6 +116,7 @@ class _Direction:
         self.buf_ts = 0.0  # arrival time of the first byte in buf
         self.acked = -1  # what the segment being parsed acknowledged of the other direction
         self.buf_acked = -1  # ... and the one that carried the first byte in buf
+        self.after_gap = False  # resynchronizing after a capture gap (not a parse error)
         self.remaining = 0
         self.stream = 0  # stream number of the message being parsed
         self.offset = 0  # stream offset of the first byte not yet consumed
@@ -147,8 +149,17 @@ class H1Connection:
             return out
         d.acked = acked
         if d.buf:
-            data = d.buf + data
-            d.buf = b""
+            if d.state is State.RESYNC and d.after_gap and self._starts_message(d, data):
+                out.append(self._skipped(d, len(d.buf), ts))  # lost: a segment starts anew
+                d.offset += len(d.buf)
+                d.buf = b""
+                d.state = State.HEAD
+                d.after_gap = False
+                d.buf_ts = ts
+                d.buf_acked = acked
+            else:
+                data = d.buf + data
+                d.buf = b""
         else:
             d.buf_ts = ts
             d.buf_acked = acked
@@ -195,6 +206,7 @@ class H1Connection:
         d.offset += lost
         d.buf = b""
         d.state = State.RESYNC
+        d.after_gap = True
         return out
 
     def _body_gap(self, d: _Direction, size: int, ts: float) -> BodyGap:
@@ -228,6 +240,10 @@ class H1Connection:
             )
         elif d.state is State.RESYNC and d.buf:
             out.append(self._skipped(d, len(d.buf), ts))
+        if d.response:
+            notes: list[GapAffected] = []
+            self._pairing.server_ended(ts, notes)
+            out.extend(notes)
         d.buf = b""
         if d.state is not State.SWITCHED:
             d.state = State.HEAD
@@ -584,9 +600,18 @@ class H1Connection:
             d.buf = d.buf[skip:]
             d.offset += skip
         d.state = State.HEAD
+        d.after_gap = False
         d.buf_ts = ts
         d.buf_acked = d.acked
         return True
+
+    @staticmethod
+    def _starts_message(d: _Direction, data: bytes) -> bool:
+        """Does a segment start with a message? After a gap, the next message is looked for
+        at segment starts too (senders start each message in a segment of its own), so it is
+        found even right behind the last byte of a body the gap made unframeable."""
+        pattern = STATUS_START if d.response else REQUEST_START
+        return pattern.match(data) is not None
 
     def _skipped(self, d: _Direction, n: int, ts: float) -> ParseError:
         what = "response" if d.response else "request"

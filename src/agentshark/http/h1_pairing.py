@@ -101,6 +101,24 @@ class Pairing:
         head = self._pending[0] if self._pending else None
         return head.stream if isinstance(head, Pending) and not self._uncertain else -1
 
+    def server_ended(self, ts: float, out: list[GapAffected]) -> None:
+        """No more responses: the waiting requests sent before a response gap lost their
+        response in it (the others simply have none in the capture)."""
+        entries = list(self._pending)
+        for e in entries:
+            if isinstance(e, Pending) and self._gap_within(e.acked, 1 << 62):
+                out.append(
+                    GapAffected(
+                        stream=e.stream,
+                        response=True,
+                        code="http.response_lost",
+                        message=f"its response was lost in {self._gap_text(e, entries)}",
+                        ts=ts,
+                        final=True,
+                    )
+                )
+                self._pending.remove(e)
+
     # -- answering --------------------------------------------------------------------------
 
     def answer(
@@ -191,7 +209,7 @@ class Pairing:
 
     def _gap_text(self, e: Pending, entries: list[Pending | _Hole]) -> str:
         later = [x for x in entries if isinstance(x, Pending) and x.start > e.start]
-        hi = later[0].acked if later else 1 << 62
+        hi = later[0].acked if later and later[0].acked >= 0 else 1 << 62
         for off, size in self._gaps:
             if off < hi and off + size > e.acked:
                 return f"the capture gap at server byte {off} ({size} bytes)"

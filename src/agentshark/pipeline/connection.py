@@ -6,7 +6,10 @@ The layers, for each connection::
                                                                         -> Exchange objects
 
 ``_Plain`` holds a direction's first bytes until it knows what they are (a few bytes; 64 KiB
-for a capture that starts mid-connection), then replays them into the chosen parser.
+for a capture that starts mid-connection), then replays them into the chosen parser. A capture
+gap while sniffing ends what a direction can tell: the bytes after it start inside a message,
+so the sniffer hears that direction only as far as the gap (nothing, if the gap came first)
+and the other direction decides; the gap itself is replayed into the parser like the bytes.
 """
 
 from __future__ import annotations
@@ -133,6 +136,7 @@ class _Plain:
 
     __slots__ = (
         "_alpn",
+        "_blind",
         "_ended",
         "_events",
         "_heads",
@@ -159,6 +163,7 @@ class _Plain:
         self._events: list[_Held] = []
         self._heads = (bytearray(), bytearray())
         self._ended = [False, False]
+        self._blind = [False, False]  # a gap cut the direction's head: no more bytes to it
         self.protocol: str | None = None
         self.session: HttpSession | None = None
         self.swapped = False
@@ -171,7 +176,7 @@ class _Plain:
             return []
         self._events.append(("data", direction, data, ts, acked))
         head = self._heads[direction]
-        if len(head) < _HELD_LIMIT:
+        if len(head) < _HELD_LIMIT and not self._blind[direction]:
             head += data[: _HELD_LIMIT - len(head)]
         return self._decide(final=False)
 
@@ -181,7 +186,8 @@ class _Plain:
         if self.protocol is not None:
             return []
         self._events.append(("gap", direction, size, ts, -1))
-        return self._decide(final=True)
+        self._blind[direction] = True
+        return self._decide(final=all(self._blind) or all(self._ended))
 
     def end(self, direction: int, ts: float, *, clean: bool) -> list[Exchange]:
         self._ended[direction] = True
@@ -209,7 +215,13 @@ class _Plain:
         if self._alpn in ("h2", "http/1.1"):
             protocol: str | None = self._alpn
             swap = False
-        elif not final and len(client) < SNIFF_BYTES and not server and not self._ended[0]:
+        elif (
+            not final
+            and len(client) < SNIFF_BYTES
+            and not server
+            and not self._ended[0]
+            and not self._blind[0]
+        ):
             return []
         else:
             protocol, swap = sniff(
