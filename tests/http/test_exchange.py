@@ -6,6 +6,8 @@ import itertools
 
 from agentshark.http.events import (
     BodyData,
+    BodyGap,
+    GapAffected,
     MessageEnded,
     RequestHeaders,
     ResponseHeaders,
@@ -93,3 +95,55 @@ def test_reset_ends_the_exchange_incomplete() -> None:
     )
     assert ex.response is not None and not ex.response.complete and ex.response.ended == 2.0
     assert [d.code for d in ex.diagnostics] == ["h2.stream_reset"]
+
+
+def test_a_headless_message_is_never_complete_even_when_its_framing_ended() -> None:
+    a = assembler()
+    (ex,) = a.handle(
+        [
+            BodyData(stream=3, response=True, data=b"{}", ts=1.0),
+            MessageEnded(stream=3, response=True, ts=2.0, complete=True, trailers=[]),
+        ]
+    )
+    assert ex.response is not None and not ex.response.complete
+
+
+def test_a_body_gap_of_a_headless_message_is_kept_and_located() -> None:
+    a = assembler()
+    (ex,) = a.handle(
+        [
+            BodyGap(stream=5, response=True, size=40, ts=1.0, offset=700),
+            MessageEnded(stream=5, response=True, ts=2.0, complete=True, trailers=[]),
+        ]
+    )
+    assert ex.response is not None and ex.response.body.gap_bytes == 40
+    assert not ex.complete
+    gap = next(d for d in ex.diagnostics if d.code == "http.body_gap")
+    assert "at server byte 700" in gap.message and gap.location == "t c1 server byte 700"
+
+
+def test_a_gap_note_after_the_message_ended_still_makes_it_incomplete() -> None:
+    a = assembler()
+    a.handle(
+        [
+            RequestHeaders(
+                stream=0, method="GET", target="/", version="HTTP/1.1", headers=[], ts=1
+            ),
+            MessageEnded(stream=0, response=False, ts=1.0, complete=True, trailers=[]),
+        ]
+    )
+    (ex,) = a.handle(
+        [
+            GapAffected(
+                stream=0,
+                response=True,
+                code="http.response_lost",
+                message="its response was lost in the capture gap at server byte 0 (9 bytes)",
+                ts=2.0,
+                final=True,
+            )
+        ]
+    )
+    assert ex.request is not None and not ex.request.complete
+    assert ex.response is None and not ex.complete
+    assert [d.code for d in ex.diagnostics] == ["http.response_lost"]

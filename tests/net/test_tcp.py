@@ -403,25 +403,140 @@ def test_keepalive_garbage_octet_is_not_a_mismatch() -> None:
 # -- gaps --------------------------------------------------------------------------------------
 
 
-def test_hole_acknowledged_by_the_peer_becomes_a_gap_at_once() -> None:
+def test_an_ack_past_a_hole_is_a_hint_until_the_sender_goes_on() -> None:
     r = TcpReassembler()
     before = run(
         r,
         [
             *handshake(),
             seg("c", 1001, 5001, ACK, b"0123456789"),
-            seg("c", 1021, 5001, ACK, b"KLMNO"),  # 1011..1020 never captured
+            seg("c", 1021, 5001, ACK, b"KLMNO"),  # 1011..1020 not captured (yet)
         ],
     )
     assert stream(before, 0) == b"0123456789"
-    events = r.feed(seg("s", 5001, 1026, ACK, ts=3.0))
-    assert summary(events) == [("gap", 0, 10, 10), ("data", 0, b"KLMNO", 20)]
-    assert ts_of(events[0]) == 3.0
+    assert r.feed(seg("s", 5001, 1026, ACK, ts=3.0)) == []  # acknowledged: a hint only
+    # The client's next segment starts past what the server acknowledged: the hole is lost.
+    events = r.feed(seg("c", 1026, 5001, ACK, b"pq", ts=4.0))
+    assert summary(events) == [
+        ("gap", 0, 10, 10),
+        ("data", 0, b"KLMNO", 20),
+        ("data", 0, b"pq", 25),
+    ]
+    assert ts_of(events[0]) == 4.0
     conn = events[0].connection
     assert conn.gaps == [10, 0]
     assert codes(conn) == ["tcp.gap"]
-    # The missing bytes arriving late are a retransmission of given-up bytes, dropped.
+    assert "went on past them" in conn.diagnostics[0].message
+    assert r.stats["gap_bytes"] == 10
+    # The missing bytes arriving now are a retransmission of given-up bytes, dropped.
     assert r.feed(seg("c", 1011, 5001, ACK, b"ABCDEFGHIJ")) == []
+
+
+def test_late_data_fills_a_hole_the_peer_acknowledged() -> None:
+    r = TcpReassembler()
+    run(r, [*handshake(), seg("c", 1001, 5001, ACK, b"0123456789")])
+    assert r.feed(seg("s", 5001, 1021, ACK, ts=2.0)) == []  # a 0-byte ACK before its data
+    events = r.feed(seg("c", 1011, 5001, ACK, b"ABCDEFGHIJ", ts=2.1))
+    assert summary(events) == [("data", 0, b"ABCDEFGHIJ", 10)]
+    events += run(r, [seg("c", 1021, 5001, ACK, b"next"), seg("s", 5001, 1025, ACK, b"ok")])
+    assert stream(events, 0) == b"ABCDEFGHIJnext"
+    conn = events[0].connection
+    assert conn.gaps == [0, 0] and conn.diagnostics == []
+    assert r.stats["gap_bytes"] == 0
+
+
+def test_a_bare_segment_past_the_hint_gives_the_hole_up() -> None:
+    r = TcpReassembler()
+    run(r, [*handshake(), seg("c", 1001, 5001, ACK, b"GET")])
+    assert r.feed(seg("s", 5001, 1014, ACK)) == []  # 10 unseen bytes acknowledged
+    assert r.feed(seg("c", 1010, 5001, ACK)) == []  # a bare segment inside the hole: no proof
+    events = r.feed(seg("c", 1014, 5001, ACK, ts=5.0))  # the sender is past them
+    assert summary(events) == [("gap", 0, 10, 3)]
+    assert codes(events[0].connection) == ["tcp.gap"]
+
+
+def test_a_hole_the_peer_acknowledged_counts_to_the_ack_at_the_end() -> None:
+    r = TcpReassembler()
+    run(r, [*handshake(), seg("c", 1001, 5001, ACK, b"GET")])
+    r.feed(seg("s", 5001, 1014, ACK))
+    events = r.close()
+    assert summary(events) == [
+        ("gap", 0, 10, 3),
+        ("end", 0, "capture_end"),
+        ("end", 1, "capture_end"),
+        ("closed", "c1"),
+    ]
+    assert events[0].connection.gaps == [10, 0]
+
+
+def test_data_that_acknowledges_unseen_bytes_waits_for_them() -> None:
+    """A response captured before the request it acknowledges comes out after it."""
+    r = TcpReassembler()
+    run(r, [*handshake(), seg("c", 1001, 5001, ACK, b"GET /a\r\n\r\n")])
+    # The server's answer to a second request arrives before that request.
+    early = r.feed(seg("s", 5001, 1011 + 10, ACK, b"HTTP/1.1 200", ts=2.0))
+    assert early == []
+    more = r.feed(seg("s", 5013, 1021, ACK, b" OK\r\n", ts=2.1))
+    assert more == []
+    events = r.feed(seg("c", 1011, 5001, ACK, b"GET /b\r\n\r\n", ts=1.9))
+    assert summary(events) == [
+        ("data", 0, b"GET /b\r\n\r\n", 10),
+        ("data", 1, b"HTTP/1.1 200", 0),
+        ("data", 1, b" OK\r\n", 12),
+    ]
+    assert [e.acked for e in events if isinstance(e, StreamData)] == [0, 20, 20]
+    assert [e.ts for e in events if isinstance(e, StreamData)] == [1.9, 2.0, 2.1]
+    conn = events[0].connection
+    assert conn.diagnostics == [] and conn.gaps == [0, 0]
+    # Back on the fast path.
+    assert summary(r.feed(seg("s", 5018, 1021, ACK, b"!"))) == [("data", 1, b"!", 17)]
+
+
+def test_waiting_data_is_delivered_once_the_hole_is_given_up() -> None:
+    r = TcpReassembler()
+    run(r, [*handshake(), seg("c", 1001, 5001, ACK, b"abc")])
+    assert r.feed(seg("s", 5001, 1010, ACK, b"resp")) == []  # 6 client bytes never captured
+    events = r.feed(seg("c", 1010, 5005, ACK))  # the client went on: they are lost
+    assert summary(events) == [("gap", 0, 6, 3), ("data", 1, b"resp", 0)]
+    assert [e.acked for e in events if isinstance(e, StreamData)] == [9]
+
+
+def test_waiting_data_beyond_the_buffer_cap_gives_the_peer_hole_up() -> None:
+    r = TcpReassembler(max_buffered=300)
+    run(r, [*handshake(), seg("c", 1001, 5001, ACK, b"abc")])
+    events = run(
+        r,
+        [
+            seg("s", 5001, 1010, ACK, b"x" * 100),
+            seg("s", 5101, 1010, ACK, b"y" * 100),  # 2 x (100 + 64) > 300
+        ],
+    )
+    assert summary(events) == [
+        ("gap", 0, 6, 3),
+        ("data", 1, b"x" * 100, 0),
+        ("data", 1, b"y" * 100, 100),
+    ]
+    assert codes(events[0].connection) == ["tcp.gap"]
+    assert r.stats["buffer_overflows"] == 1
+
+
+def test_stream_data_says_what_its_segment_acknowledged() -> None:
+    r = TcpReassembler()
+    events = run(
+        r,
+        [
+            *handshake(),
+            seg("c", 1001, 5001, ACK, b"hello"),
+            seg("s", 5001, 1006, ACK, b"hi"),  # acknowledges all 5 client bytes
+            seg("s", 5003, 1003, ACK, b"!"),  # an older ACK: 2 bytes
+            seg("s", 5004, 0, PSH, b"?"),  # no ACK flag
+        ],
+    )
+    data = [(e.direction, e.offset, e.acked) for e in events if isinstance(e, StreamData)]
+    assert data == [(0, 0, 0), (1, 0, 5), (1, 2, 2), (1, 3, -1)]
+    mid = TcpReassembler()  # the peer direction has not started: no usable ACK
+    first = mid.feed(seg("c", 77, 999, ACK, b"x"))
+    assert [e.acked for e in first if isinstance(e, StreamData)] == [-1]
 
 
 def test_partial_ack_gives_up_only_what_the_peer_acknowledged() -> None:
@@ -767,3 +882,43 @@ def test_lossy_capture_never_delivers_wrong_bytes(
         assert conn.bytes[d] == len(got)
         assert conn.bytes[d] + conn.gaps[d] <= len(streams[d])
     assert not any(d.code == "tcp.overlap_mismatch" for d in conn.diagnostics)
+
+
+def _displace_acks(rnd: random.Random, segs: list[TcpSegment], moves: int) -> list[TcpSegment]:
+    """Move some segments before up to 3 segments of the other direction that precede them
+    (an ACK captured before the data it acknowledges); no byte is lost, and the segments of
+    each direction keep their order."""
+    segs = list(segs)
+    for _ in range(moves):
+        i = rnd.randrange(2, len(segs)) if len(segs) > 2 else 0
+        if i < 2:
+            break
+        j = i
+        while j > 2 and i - j < 3 and segs[j - 1].src != segs[i].src:
+            j -= 1
+        j = rnd.randint(j, i)
+        segs.insert(j, segs.pop(i))
+    return segs
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    streams=st.tuples(st.binary(max_size=1500), st.binary(max_size=1500)),
+    rnd=st.randoms(use_true_random=False),
+    moves=st.integers(0, 6),
+)
+def test_acks_captured_before_their_data_lose_nothing_and_keep_causal_order(
+    streams: tuple[bytes, bytes], rnd: random.Random, moves: int
+) -> None:
+    segs = _displace_acks(rnd, _conversation(rnd, streams), moves)
+    r = TcpReassembler()
+    events = [*run(r, segs), *r.close()]
+    assert stream(events, 0) == streams[0]
+    assert stream(events, 1) == streams[1]
+    assert not any(isinstance(e, StreamGap) for e in events)
+    delivered = [0, 0]
+    for e in events:
+        if isinstance(e, StreamData):
+            assert e.acked <= delivered[1 - e.direction]  # the peer's bytes came first
+            delivered[e.direction] = e.offset + len(e.data)
+    assert "tcp.gap" not in codes(events[0].connection)

@@ -59,12 +59,14 @@ class BodyData:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class BodyGap:
-    """``size`` bytes of a body were never captured."""
+    """``size`` bytes of a body were never captured, from byte ``offset`` of the direction's
+    stream on (-1: not known)."""
 
     stream: int
     response: bool
     size: int
     ts: float
+    offset: int = -1
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -78,6 +80,22 @@ class MessageEnded:
     complete: bool
     trailers: Headers
     transfer_bytes: int | None = None  # body bytes on the wire including chunk framing
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GapAffected:
+    """A capture gap decided the fate of message ``stream`` (HTTP/1 pairing): its exchange
+    cannot be complete. ``code`` says how (``http.response_lost``: the response was in the
+    gap; ``http.request_lost``: the response answers a request in the gap;
+    ``http.unpaired_response``: the evidence cannot tell which request it answers), ``message``
+    names the gap (direction, offset, size). ``final``: no more events come for the exchange."""
+
+    stream: int
+    response: bool
+    code: str
+    message: str
+    ts: float
+    final: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -154,6 +172,7 @@ HttpEvent = (
     | BodyData
     | BodyGap
     | MessageEnded
+    | GapAffected
     | ProtocolSwitched
     | ParseError
     | StreamReset

@@ -3,6 +3,11 @@
 The assembler keeps the open messages of one connection by stream number and hands out an
 exchange as soon as both its messages have ended, so finished exchanges leave memory while
 the connection goes on. ``close`` hands out whatever is left, marked incomplete.
+
+Completeness: a message is complete only when it ended with its framing's end
+(``MessageEnded.complete``), lost no body bytes (``BodyGap``) and its exchange was not touched
+by a capture gap (``GapAffected``) or built around a missing head; every such cause leaves a
+diagnostic on the exchange saying where.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from agentshark.http.events import (
     BodyData,
     BodyGap,
     ConnectionGoAway,
+    GapAffected,
     HttpEvent,
     InformationalResponse,
     MessageEnded,
@@ -45,6 +51,8 @@ class _Open:
     request_done: bool = False
     response_done: bool = False
     upgrade: str | None = None
+    gapped: bool = False  # a capture gap or a missing head touched this exchange
+    explained: bool = False  # a GapAffected said why a message of it is missing
     interim: list[Interim] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
@@ -93,20 +101,9 @@ class ExchangeAssembler:
             elif isinstance(ev, MessageEnded):
                 self._on_end(ev, done)
             elif isinstance(ev, BodyGap):
-                o = self._open.get(ev.stream)
-                msg = None if o is None else (o.response if ev.response else o.request)
-                if msg is not None:
-                    msg.body.gap_bytes += ev.size
-                    if o is not None:
-                        o.diagnostics.append(
-                            Diagnostic(
-                                code="http.body_gap",
-                                message=f"{ev.size} bytes of the "
-                                f"{'response' if ev.response else 'request'} body were not "
-                                "captured",
-                                location=self._location,
-                            )
-                        )
+                self._on_body_gap(ev)
+            elif isinstance(ev, GapAffected):
+                done.extend(self._on_gap_affected(ev))
             elif isinstance(ev, InformationalResponse):
                 o = self._open.setdefault(ev.stream, _Open())
                 o.interim.append(
@@ -195,10 +192,51 @@ class ExchangeAssembler:
             interim=o.interim,
         )
 
+    def _on_body_gap(self, ev: BodyGap) -> None:
+        o = self._open.get(ev.stream)
+        msg = None if o is None else (o.response if ev.response else o.request)
+        if msg is None:  # a gap in the body of a message whose head the capture missed
+            msg = self._headless(ev.stream, ev.response, ev.ts)
+            o = self._open[ev.stream]
+        assert o is not None
+        msg.body.gap_bytes += ev.size
+        msg.complete = False
+        o.gapped = True
+        what = "response" if ev.response else "request"
+        side = "server" if ev.response else "client"
+        at = f" at {side} byte {ev.offset}" if ev.offset >= 0 else ""
+        o.diagnostics.append(
+            Diagnostic(
+                code="http.body_gap",
+                message=f"{ev.size} bytes of the {what} body{at} were not captured",
+                location=self._location
+                if ev.offset < 0
+                else f"{self._location} {side} byte {ev.offset}",
+            )
+        )
+
+    def _on_gap_affected(self, ev: GapAffected) -> list[Exchange]:
+        o = self._open.setdefault(ev.stream, _Open())
+        o.gapped = o.explained = True
+        for msg in (o.request, o.response):
+            if msg is not None:
+                msg.complete = False
+        o.diagnostics.append(
+            Diagnostic(
+                code=ev.code,
+                message=ev.message,
+                location=f"{self._location} stream {ev.stream}",
+            )
+        )
+        if not ev.final:
+            return []
+        return self._finish(ev.stream, force=True)
+
     def _headless(self, stream: int, response: bool, ts: float) -> Request | Response:
         """A placeholder for a message whose head was not captured, so its body is kept:
         unknown method and target ("?") or status 0, marked by a diagnostic."""
         o = self._open.setdefault(stream, _Open())
+        o.gapped = True
         what = "response" if response else "request"
         o.diagnostics.append(
             Diagnostic(
@@ -277,7 +315,7 @@ class ExchangeAssembler:
         if msg is None:
             return
         msg.ended = ev.ts
-        msg.complete = ev.complete and msg.body.gap_bytes == 0
+        msg.complete = ev.complete and msg.body.gap_bytes == 0 and not o.gapped
         msg.trailers = ev.trailers
         if ev.transfer_bytes is not None:
             msg.body.transfer_bytes = ev.transfer_bytes
@@ -306,7 +344,9 @@ class ExchangeAssembler:
             tls=self._tls_facts(),
             stream=stream,
         )
-        if o.request is None:
+        if o.explained:  # the diagnostics already say why a message is missing
+            pass
+        elif o.request is None:
             ex.diagnostics.append(
                 Diagnostic(
                     code="http.response_without_request",

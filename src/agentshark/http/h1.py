@@ -16,9 +16,17 @@ It observes; it never answers. Message framing follows RFC 9112 §6.3
 Responses are paired with requests in order (pipelining included): the response takes the
 stream number of the oldest unanswered request. A response that arrives before that
 request started answers a request the capture missed; it gets a negative stream number.
+After a capture gap that may hide whole messages, :mod:`agentshark.http.h1_pairing` decides
+from TCP acknowledgment numbers (``feed``'s ``acked``: the offset in the other direction's
+stream that the segment carrying the bytes acknowledged) instead, or leaves the response
+unpaired; either way the exchanges the gap touched get a :class:`GapAffected`.
 
-Bytes that are not HTTP (a capture that starts mid-message, a gap inside a head or a chunk
-header) produce a :class:`ParseError`; the parser then looks for the next message start.
+Gaps (``gap``): inside a body of known length the framing is kept (a :class:`BodyGap`, the
+message ends where its length says); in a close-delimited body likewise; anywhere else (a head,
+chunk framing, between messages) the message in progress ends incomplete, the gap may hide
+whole messages (the pairing is told), and the parser looks for the next message start. Bytes
+that are not HTTP (a capture that starts mid-message, the bytes after such a gap) produce a
+:class:`ParseError`; the parser then looks for the next message start.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ from enum import Enum, auto
 from agentshark.http.events import (
     BodyData,
     BodyGap,
+    GapAffected,
     HttpEvent,
     InformationalResponse,
     MessageEnded,
@@ -36,6 +45,7 @@ from agentshark.http.events import (
     RequestHeaders,
     ResponseHeaders,
 )
+from agentshark.http.h1_pairing import Pairing, Pending
 from agentshark.http.h1_syntax import (
     HEAD_END,
     REQUEST_LINE,
@@ -84,7 +94,10 @@ class _Direction:
     """Parsing state of one direction. Plain attributes: this runs per segment."""
 
     __slots__ = (
+        "acked",
+        "after_gap",
         "buf",
+        "buf_acked",
         "buf_ts",
         "chunked_bytes",
         "leftover",
@@ -101,6 +114,9 @@ class _Direction:
         self.state = State.HEAD
         self.buf = b""
         self.buf_ts = 0.0  # arrival time of the first byte in buf
+        self.acked = -1  # what the segment being parsed acknowledged of the other direction
+        self.buf_acked = -1  # ... and the one that carried the first byte in buf
+        self.after_gap = False  # resynchronizing after a capture gap (not a parse error)
         self.remaining = 0
         self.stream = 0  # stream number of the message being parsed
         self.offset = 0  # stream offset of the first byte not yet consumed
@@ -114,67 +130,89 @@ class H1Connection:
 
     def __init__(self) -> None:
         self._dirs = (_Direction(False), _Direction(True))
-        # (stream, method, started) of requests not answered yet; a list (short: one entry
-        # unless requests are pipelined), as an empty deque costs 600 bytes a connection
-        self._pending: list[tuple[int, str, float]] = []
+        self._pairing = Pairing()
+        self._request: Pending | None = None  # the request being parsed
         self._next_request = 0
-        self._orphans = 0
         self._response_method = "GET"  # method of the request the current response answers
         self.switched: str | None = None
 
     # -- public API ---------------------------------------------------------------------
 
-    def feed(self, direction: int, data: bytes, ts: float) -> list[HttpEvent]:
+    def feed(self, direction: int, data: bytes, ts: float, acked: int = -1) -> list[HttpEvent]:
+        """The next bytes of ``direction``; ``acked``: the offset in the other direction's
+        stream that the TCP segment carrying them acknowledged (-1: unknown)."""
         d = self._dirs[direction]
         out: list[HttpEvent] = []
         if d.state is State.SWITCHED:
             d.switched_bytes += len(data)
             d.offset += len(data)
             return out
+        d.acked = acked
         if d.buf:
-            data = d.buf + data
-            d.buf = b""
+            if d.state is State.RESYNC and d.after_gap and self._starts_message(d, data):
+                out.append(self._skipped(d, len(d.buf), ts))  # lost: a segment starts anew
+                d.offset += len(d.buf)
+                d.buf = b""
+                d.state = State.HEAD
+                d.after_gap = False
+                d.buf_ts = ts
+                d.buf_acked = acked
+            else:
+                data = d.buf + data
+                d.buf = b""
         else:
             d.buf_ts = ts
+            d.buf_acked = acked
         self._run(d, data, ts, out)
         return out
 
     def gap(self, direction: int, size: int, ts: float) -> list[HttpEvent]:
-        """``size`` bytes of ``direction`` were never captured."""
+        """``size`` bytes of ``direction`` were never captured (see the module doc)."""
         d = self._dirs[direction]
         out: list[HttpEvent] = []
         if d.state is State.SWITCHED:
             d.offset += size
             return out
         if d.state is State.LENGTH and not d.buf and size <= d.remaining:
-            out.append(BodyGap(stream=d.stream, response=d.response, size=size, ts=ts))
+            out.append(self._body_gap(d, size, ts))
             d.remaining -= size
             d.offset += size
             if d.remaining == 0:
                 self._end_message(d, ts, out, complete=False)
             return out
         if d.state is State.UNTIL_CLOSE:
-            out.append(BodyGap(stream=d.stream, response=d.response, size=size, ts=ts))
+            out.append(self._body_gap(d, size, ts))
             d.offset += size
             return out
-        # Inside a head or chunk framing: the message cannot be finished reliably.
-        if d.state is not State.HEAD or d.buf:
-            if d.state not in (State.HEAD, State.RESYNC):
-                out.append(BodyGap(stream=d.stream, response=d.response, size=size, ts=ts))
-                self._end_message(d, ts, out, complete=False)
-            elif d.state is State.HEAD and d.buf:
-                out.append(
-                    ParseError(
-                        response=d.response,
-                        message=f"a capture gap of {size} bytes cut a message head short",
-                        offset=d.offset,
-                        ts=ts,
-                    )
+        # Inside a head or chunk framing, or between messages: whole messages may be lost.
+        if d.state not in (State.HEAD, State.RESYNC):
+            out.append(self._body_gap(d, size, ts))
+            self._end_message(d, ts, out, complete=False)
+        elif d.state is State.HEAD and d.buf:
+            out.append(
+                ParseError(
+                    response=d.response,
+                    message=f"a capture gap of {size} bytes at byte {d.offset + len(d.buf)} "
+                    f"cut a message head short ({len(d.buf)} bytes kept, dropped)",
+                    offset=d.offset,
+                    ts=ts,
                 )
-        d.offset += len(d.buf) + size
+            )
+        lost = len(d.buf) + size
+        if d.response:
+            self._pairing.response_gap(d.offset, lost)
+        else:
+            self._pairing.client_gap(d.offset, lost)
+        d.offset += lost
         d.buf = b""
         d.state = State.RESYNC
+        d.after_gap = True
         return out
+
+    def _body_gap(self, d: _Direction, size: int, ts: float) -> BodyGap:
+        return BodyGap(
+            stream=d.stream, response=d.response, size=size, ts=ts, offset=d.offset + len(d.buf)
+        )
 
     def end(self, direction: int, ts: float, *, clean: bool) -> list[HttpEvent]:
         """No more bytes in ``direction``. ``clean`` is True for a FIN (not a reset or the
@@ -202,6 +240,10 @@ class H1Connection:
             )
         elif d.state is State.RESYNC and d.buf:
             out.append(self._skipped(d, len(d.buf), ts))
+        if d.response:
+            notes: list[GapAffected] = []
+            self._pairing.server_ended(ts, notes)
+            out.extend(notes)
         d.buf = b""
         if d.state is not State.SWITCHED:
             d.state = State.HEAD
@@ -263,7 +305,6 @@ class H1Connection:
                     d.offset += pos
                     data, pos, n = data[pos:], 0, n - pos
                     self._end_message(d, ts, out, complete=True)
-                    d.buf_ts = ts
             elif state is _CHUNK_SIZE:
                 nl = data.find(b"\n", pos)
                 if nl < 0:
@@ -388,6 +429,7 @@ class H1Connection:
             ok = self._on_request_head(d, head, started, ts, out)
         d.offset += consumed
         d.buf_ts = ts
+        d.buf_acked = d.acked
         if not ok:
             d.state = State.RESYNC
         return True
@@ -404,7 +446,9 @@ class H1Connection:
         stream = self._next_request
         self._next_request += 1
         d.stream = stream
-        self._pending.append((stream, method, started))
+        request = Pending(stream, method, started, d.offset, d.offset + len(head), d.buf_acked)
+        self._request = request
+        self._pairing.request(request)
         out.append(
             RequestHeaders(
                 stream=stream,
@@ -453,14 +497,16 @@ class H1Connection:
         reason = (m.group(3) or b"").decode("latin-1")
         version = m.group(1).decode("ascii")
         if 100 <= status < 200 and status != 101:
-            stream = self._pending[0][0] if self._pending else -1
+            stream = self._pairing.interim_stream()
             out.append(
                 InformationalResponse(
                     stream=stream, status=status, reason=reason, headers=headers, ts=started
                 )
             )
             return True
-        stream, method = self._answering(started)
+        notes: list[GapAffected] = []
+        stream, method = self._pairing.answer(started, d.offset, d.buf_acked, ts, notes)
+        out.extend(notes)
         d.stream = stream
         out.append(
             ResponseHeaders(
@@ -506,15 +552,6 @@ class H1Connection:
             d.state = State.LENGTH
             d.remaining = length
         return True
-
-    def _answering(self, started: float) -> tuple[int, str]:
-        """The stream number and method of the request a response starting at ``started``
-        answers; a negative number for a request the capture missed."""
-        if self._pending and self._pending[0][2] <= started:
-            stream, method, _ = self._pending.pop(0)
-            return stream, method
-        self._orphans += 1
-        return -self._orphans, "GET"
 
     def _start_chunked(self, d: _Direction) -> None:
         d.state = State.CHUNK_SIZE
@@ -563,8 +600,18 @@ class H1Connection:
             d.buf = d.buf[skip:]
             d.offset += skip
         d.state = State.HEAD
+        d.after_gap = False
         d.buf_ts = ts
+        d.buf_acked = d.acked
         return True
+
+    @staticmethod
+    def _starts_message(d: _Direction, data: bytes) -> bool:
+        """Does a segment start with a message? After a gap, the next message is looked for
+        at segment starts too (senders start each message in a segment of its own), so it is
+        found even right behind the last byte of a body the gap made unframeable."""
+        pattern = STATUS_START if d.response else REQUEST_START
+        return pattern.match(data) is not None
 
     def _skipped(self, d: _Direction, n: int, ts: float) -> ParseError:
         what = "response" if d.response else "request"
@@ -603,6 +650,11 @@ class H1Connection:
         trailers: Headers | None = None,
     ) -> None:
         chunked = d.state in (State.CHUNK_SIZE, State.CHUNK_DATA, State.CHUNK_CRLF, State.TRAILERS)
+        request = self._request
+        if not d.response and request is not None:
+            if request.end < 0:  # a request without body ends before its head is counted
+                request.end = max(d.offset, request.head_end)
+            self._request = None
         out.append(
             MessageEnded(
                 stream=d.stream,
@@ -616,3 +668,4 @@ class H1Connection:
         d.state = State.HEAD
         d.remaining = 0
         d.buf_ts = ts
+        d.buf_acked = d.acked

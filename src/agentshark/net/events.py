@@ -63,6 +63,11 @@ class ConnectionOpened:
 class StreamData:
     """In-order payload bytes; ``offset`` counts bytes of this direction (gaps included).
 
+    ``acked`` is the offset in the other direction's stream (the same offsets as its
+    ``StreamData.offset``) up to which the segment that carried these bytes acknowledged, or -1
+    when that segment carried no usable ACK or the other direction had not started. Bytes
+    delivered later from the out-of-order buffer keep the value of the segment that carried them.
+
     Not frozen, unlike the other events: one is built per data segment, and a frozen
     dataclass's ``__init__`` costs twice as much (0.5 µs against 0.23 µs). Treat it as
     immutable all the same.
@@ -73,6 +78,7 @@ class StreamData:
     data: bytes
     ts: float
     offset: int
+    acked: int = -1
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

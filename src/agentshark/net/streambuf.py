@@ -18,6 +18,13 @@ Pieces
     bytes known to be missing (cut by the snap length). Delivered pieces are remembered by
     reference in ``recent`` (about 64 KiB) so that a later copy can still be compared.
     ``pend_cost`` and ``recent_cost`` count bytes plus ``PIECE_COST`` of bookkeeping per piece.
+
+Holds
+    ``hint`` is the end of what the peer acknowledged beyond ``off`` (bytes the peer received
+    that the capture did not show yet), ``wait`` the offset in the peer's stream this direction
+    waits for before delivering (-1: none). ``net.tcp`` decides both; ``hold`` tells the buffer
+    that one of them (or the peer's ``wait`` on this direction) is in force, so ``fast`` stays
+    False and every segment takes the slow path.
 """
 
 from __future__ import annotations
@@ -32,8 +39,9 @@ PIECE_COST = 64  # bookkeeping charged per buffered or remembered piece
 RECENT_LIMIT = 64 << 10  # delivered bytes kept (by reference) per direction for comparisons
 _RECENT_KEEP = 32 << 10  # ... trimmed down to this, so trimming is rare
 
-Piece = tuple[bytes | None, int, float]
-"""A buffered piece: its data, or None for bytes known to be missing; its size; its ts."""
+Piece = tuple[bytes | None, int, float, int]
+"""A buffered piece: its data, or None for bytes known to be missing; its size; its ts; the
+offset in the other direction that the segment carrying it acknowledged (-1: none)."""
 
 
 class StreamBuffer:
@@ -41,15 +49,17 @@ class StreamBuffer:
 
     ``nxt`` is the sequence number of the next byte to deliver (-1 until the direction starts)
     and ``off`` its offset. ``fin`` is the offset of the FIN once seen. ``fast`` says the next
-    in-order segment can be delivered without looking at anything else: nothing is buffered and
-    no FIN was seen (``net.tcp`` delivers such segments inline, updating ``off``, ``nxt`` and
-    ``recent`` itself).
+    in-order segment can be delivered without looking at anything else: nothing is buffered,
+    no FIN was seen and nothing is held (``net.tcp`` delivers such segments inline, updating
+    ``off``, ``nxt`` and ``recent`` itself).
     """
 
     __slots__ = (
         "base",
         "fast",
         "fin",
+        "hint",
+        "hold",
         "nxt",
         "off",
         "pend",
@@ -57,6 +67,7 @@ class StreamBuffer:
         "recent",
         "recent_cost",
         "starts",
+        "wait",
     )
 
     def __init__(self) -> None:
@@ -65,6 +76,9 @@ class StreamBuffer:
         self.off = 0
         self.fin: int | None = None
         self.fast = False
+        self.hint = 0  # acknowledged by the peer up to here (a hole when > off)
+        self.wait = -1  # delivery waits until the peer's stream reaches this offset
+        self.hold = False  # a hint, a wait, or the peer's wait on this direction is in force
         self.starts: list[int] = []  # sorted offsets of the buffered pieces
         self.pend: dict[int, Piece] = {}  # buffered out-of-order pieces, never overlapping
         self.pend_cost = 0
@@ -85,9 +99,10 @@ class StreamBuffer:
     # -- buffering -----------------------------------------------------------------------------
 
     def insert(
-        self, start: int, size: int, data: bytes | None, ts: float
+        self, start: int, size: int, data: bytes | None, ts: float, acked: int = -1
     ) -> list[tuple[int, int, bool]]:
-        """Buffer ``size`` bytes at ``start`` around the pieces already buffered (first wins).
+        """Buffer ``size`` bytes at ``start`` around the pieces already buffered (first wins);
+        ``acked`` is what the segment carrying them acknowledged of the peer's stream.
 
         Returns the ranges ``(lo, hi, differs)`` that were buffered already: ``differs`` when
         both copies were captured and their bytes are not the same.
@@ -100,7 +115,7 @@ class StreamBuffer:
         i = bisect_right(starts, start)
         if i:
             s = starts[i - 1]
-            old, old_size, _ = pend[s]
+            old, old_size, _, _ = pend[s]
             if s + old_size > pos:
                 _overlap(old, s, data, start, pos, min(s + old_size, end), overlaps)
                 pos = s + old_size
@@ -108,18 +123,20 @@ class StreamBuffer:
             if i < len(starts) and starts[i] < end:
                 s = starts[i]
                 if s > pos:
-                    self._place(i, pos, s, data, start, ts)
+                    self._place(i, pos, s, data, start, ts, acked)
                     i += 1
-                old, old_size, _ = pend[s]
+                old, old_size, _, _ = pend[s]
                 _overlap(old, s, data, start, s, min(s + old_size, end), overlaps)
                 pos = s + old_size
                 i += 1
             else:
-                self._place(i, pos, end, data, start, ts)
+                self._place(i, pos, end, data, start, ts, acked)
                 break
         return overlaps
 
-    def _place(self, i: int, lo: int, hi: int, data: bytes | None, start: int, ts: float) -> None:
+    def _place(
+        self, i: int, lo: int, hi: int, data: bytes | None, start: int, ts: float, acked: int
+    ) -> None:
         if data is not None:
             if lo != start or hi - lo != len(data):
                 data = data[lo - start : hi - start]
@@ -127,7 +144,7 @@ class StreamBuffer:
         else:
             self.pend_cost += PIECE_COST
         self.starts.insert(i, lo)
-        self.pend[lo] = (data, hi - lo, ts)
+        self.pend[lo] = (data, hi - lo, ts, acked)
         self.fast = False
 
     def delivered_mismatch(self, start: int, data: bytes) -> tuple[int, int] | None:
@@ -157,7 +174,7 @@ class StreamBuffer:
         dropped = 0
         while starts and starts[-1] + pend[starts[-1]][1] > at:
             s = starts[-1]
-            data, size, pts = pend[s]
+            data, size, pts, acked = pend[s]
             cut = s + size - max(s, at)
             dropped += cut
             self.pend_cost -= cut if data is not None else 0
@@ -166,7 +183,7 @@ class StreamBuffer:
                 del pend[s]
                 starts.pop()
             else:
-                pend[s] = (None if data is None else data[: at - s], at - s, pts)
+                pend[s] = (None if data is None else data[: at - s], at - s, pts, acked)
         return dropped
 
     # -- delivery ------------------------------------------------------------------------------
@@ -186,7 +203,7 @@ class StreamBuffer:
             while k < n and starts[k] == off:
                 piece = pend.pop(off)
                 ready.append(piece)
-                data, size, _ = piece
+                data, size, _, _ = piece
                 if data is None:
                     self.pend_cost -= PIECE_COST
                 else:
@@ -200,7 +217,7 @@ class StreamBuffer:
             if self.recent_cost > RECENT_LIMIT:
                 self.trim_recent()
         self.nxt = (self.base + off) & SEQ_MASK
-        self.fast = not starts and self.fin is None
+        self.fast = not starts and self.fin is None and not self.hold
         return ready
 
     def trim_recent(self) -> None:
@@ -230,11 +247,12 @@ class StreamBuffer:
         return target
 
     def known_end(self) -> int:
-        """The end of what is known of the stream: the last buffered byte, or the FIN."""
-        target = self.off
+        """The end of what is known of the stream: the last buffered byte, the FIN, or what
+        the peer acknowledged."""
+        target = max(self.off, self.hint)
         if self.starts:
             last = self.starts[-1]
-            target = last + self.pend[last][1]
+            target = max(target, last + self.pend[last][1])
         if self.fin is not None:
             target = max(target, self.fin)
         return target
@@ -251,6 +269,9 @@ class StreamBuffer:
         self.starts.clear()
         self.pend.clear()
         self.pend_cost = 0
+        self.hint = 0
+        self.wait = -1
+        self.hold = False
 
     def release(self) -> None:
         """Forget everything, the delivered pieces too (the connection is gone)."""

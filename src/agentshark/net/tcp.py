@@ -41,20 +41,41 @@ Retransmissions and overlaps
     summary when the connection closes. A one-byte segment just below the next expected byte is a
     keep-alive probe, whose "one garbage octet" (RFC 9293 §3.8.4) is not compared.
 
-Gaps (never papered over)
-    A hole becomes a ``StreamGap`` as soon as (a) the peer acknowledges bytes beyond it: the peer
-    received what the capture missed, so waiting cannot help (a capture that shows an ACK before the
-    data it acknowledges, e.g. merged from two interfaces, loses that data); (b) the out-of-order
-    bytes buffered for the direction exceed ``max_buffered`` (each buffered piece also counts 64
-    bytes of bookkeeping): ``tcp.buffer_overflow``, then the hole before the lowest buffered piece
-    is given up; (c) the direction's FIN was seen and the other direction has ended, or a RST, an
-    eviction or ``close()`` ends the connection. A segment truncated by the capture's snap length
+Gaps (never papered over, never given up on a hint alone)
+    A hole is given up as a ``StreamGap`` once the capture shows it will not be filled.
+
+    (a) An ACK from the peer beyond the hole (Wireshark's "ACKed unseen segment") proves the
+    bytes were sent and received, but not that the capture lost them: captures show ACKs before
+    the data they acknowledge (timestamps, interfaces merged, the kernel's capture order). So it
+    is a hint: the hole stays open up to the acknowledged point (``hint``) and late data fills it
+    as any out-of-order data would. The hole below the hint is given up when the capture holds a
+    segment of the same direction (data or not) that starts at or beyond the acknowledged point
+    (the sender went on after the missing bytes), or the direction's FIN: whichever was captured
+    first, before or after the ACK. A capture that also reorders the missing segment behind its
+    sender's later segments loses it; nothing short of waiting for ever could tell.
+    (b) The out-of-order bytes buffered for a direction exceed ``max_buffered`` (each piece also
+    counts 64 bytes of bookkeeping): ``tcp.buffer_overflow``, then the hole before the lowest
+    buffered piece is given up. (c) The direction's FIN was seen and the other direction has
+    ended, or a RST, an eviction or ``close()`` ends the connection; the bytes up to the last
+    acknowledged point count as the gap. A segment truncated by the capture's snap length
     delivers its captured bytes, then a gap of the ``missing`` bytes. Data arriving for a range
-    already given up is a retransmission like any other.
+    already given up is a retransmission like any other. ``Connection.gaps`` and the
+    ``gap_bytes`` stat count only bytes given up.
+
+Causal order
+    A data segment that acknowledges bytes of the other direction not delivered yet was sent
+    after them: it waits (``wait``, with what follows it in its direction) until they are
+    delivered or given up, so consumers see a request before the response that acknowledges it
+    even where the capture shows the response first. Only one direction of a connection waits at
+    a time (a capture whose segments acknowledge each other crosswise cannot be put in causal
+    order); the waiting data counts against ``max_buffered``, and overflowing it gives the other
+    direction's hole up. Every ``StreamData`` says what its segment acknowledged (``acked``).
 
 Order
     Within one segment the acknowledgment is applied first (the bytes it acknowledges were sent
-    before the segment), then its data, its FIN, its RST.
+    before the segment), then its data, its FIN, its RST. Without loss or reordering every
+    segment takes the fast path (one dict lookup, no buffering); holes, hints and waits put a
+    direction on the slow path until they are resolved.
 
 Ends
     FIN: ``StreamEnded(reason="fin")`` once every byte before it is delivered or given up;
@@ -213,18 +234,25 @@ class TcpReassembler:
         ep = h.ep
         d = 0 if conn.client is ep else 1 if conn.server is ep else _direction(h)
         conn.packets[d] += 1
+        acked = -1
         if flags & ACK:
             p = h.peer
             nxt = p.nxt
-            if ack != nxt and nxt >= 0 and (ack - nxt) & SEQ_MASK < SEQ_HALF and not p.ended:
-                return self._ack_then_data(h, seq, ack, payload, ts, packet)
+            if ack == nxt:
+                acked = p.off
+            elif nxt >= 0:
+                if (ack - nxt) & SEQ_MASK < SEQ_HALF and not p.ended:
+                    return self._ack_then_data(h, seq, ack, payload, ts, packet)
+                acked = p.off - ((nxt - ack) & SEQ_MASK)  # behind what was delivered
+                if acked < 0:
+                    acked = -1
         if h.nxt < 0:
             h.start(seq)
         if not payload:
-            return []
+            return [] if h.fast else self._bare(h, seq, ts, packet)
         if seq != h.nxt or not h.fast:
             out: list[TcpEvent] = []
-            self._data(h, h.offset(seq), payload, 0, ts, packet, out)
+            self._data(h, h.offset(seq), payload, 0, ts, packet, out, acked)
             return out
         n = len(payload)
         off = h.off
@@ -235,21 +263,41 @@ class TcpReassembler:
         h.recent_cost += n + PIECE_COST
         if h.recent_cost > RECENT_LIMIT:
             h.trim_recent()
-        return [StreamData(connection=conn, direction=d, data=payload, ts=ts, offset=off)]
+        return [
+            StreamData(connection=conn, direction=d, data=payload, ts=ts, offset=off, acked=acked)
+        ]
 
     def _ack_then_data(
         self, h: _Half, seq: int, ack: int, payload: bytes, ts: float, packet: int
     ) -> list[TcpEvent]:
         """A segment whose ACK goes beyond what the capture delivered of the other direction.
 
-        The acknowledged bytes were sent before this segment, so their gaps come first.
+        The acknowledged bytes were sent before this segment: they are a hint for the peer's
+        hole, and this segment's data waits for them (causal order, see the module doc).
         """
         out: list[TcpEvent] = []
-        self._acked(h.peer, ack, ts, packet, out)
+        p = h.peer
+        target = p.acked_end(ack)
+        self._hint(p, target, ts, packet, out)
         if h.nxt < 0:
             h.start(seq)
-        if payload and not h.flow.dead:
-            self._data(h, h.offset(seq), payload, 0, ts, packet, out)
+        if h.flow.dead:
+            return out
+        if not payload:
+            if h.hold:
+                self._moved_on(h, h.offset(seq), ts, packet, out)
+            return out
+        if target > p.off and h.wait < 0 and p.wait < 0 and not p.ended and not h.ended:
+            h.wait = target
+            _refresh(h)
+        self._data(h, h.offset(seq), payload, 0, ts, packet, out, target)
+        return out
+
+    def _bare(self, h: _Half, seq: int, ts: float, packet: int) -> list[TcpEvent]:
+        """A segment without payload on a direction off the fast path: evidence for a hint."""
+        out: list[TcpEvent] = []
+        if h.hold and not h.ended:
+            self._moved_on(h, h.offset(seq), ts, packet, out)
         return out
 
     def close(self, ts: float | None = None) -> list[TcpEvent]:
@@ -303,14 +351,21 @@ class TcpReassembler:
             seq = (seq + 1) & SEQ_MASK  # data in a SYN (TCP Fast Open) follows it
         elif h.nxt < 0:
             h.start(seq)
+        acked = -1
         if flags & ACK:  # first: what it acknowledges was sent before this segment
             p = h.peer
-            if p.nxt >= 0 and not p.ended and (ack - p.nxt) & SEQ_MASK < SEQ_HALF:
-                self._acked(p, ack & SEQ_MASK, ts, packet, out)
+            if p.nxt >= 0:
+                if not p.ended and (ack - p.nxt) & SEQ_MASK < SEQ_HALF:
+                    acked = p.acked_end(ack & SEQ_MASK)
+                    self._hint(p, acked, ts, packet, out)
+                else:
+                    acked = max(-1, p.offset(ack))
         if not flags & RST and not h.flow.dead:
             start = h.offset(seq)
             if payload or missing:
-                self._data(h, start, payload, missing, ts, packet, out)
+                self._data(h, start, payload, missing, ts, packet, out, acked)
+            elif h.hold and not h.ended:
+                self._moved_on(h, start, ts, packet, out)
             if flags & FIN and not h.flow.dead:
                 self._fin(h, start + len(payload) + missing, ts, packet, out)
         if flags & RST and not h.flow.dead:
@@ -474,8 +529,12 @@ class TcpReassembler:
         ts: float,
         packet: int,
         out: list[TcpEvent],
+        acked: int = -1,
     ) -> None:
-        """Take ``payload`` at offset ``start`` (then ``missing`` uncaptured bytes)."""
+        """Take ``payload`` at offset ``start`` (then ``missing`` uncaptured bytes), carried by a
+        segment that acknowledged the peer's stream up to ``acked``."""
+        if h.hold and h.hint > h.off and start >= h.hint:
+            self._moved_on(h, start, ts, packet, out)
         end = start + len(payload)
         stop = end + missing
         fin = h.fin
@@ -506,11 +565,25 @@ class TcpReassembler:
                 end = off
             start = off
         if payload:
-            self._insert(h, start, len(payload), payload, ts, packet)
+            self._insert(h, start, len(payload), payload, ts, packet, acked)
         if stop > end:
-            self._insert(h, end, stop - end, None, ts, packet)
+            self._insert(h, end, stop - end, None, ts, packet, acked)
         self._drain(h, ts, out)
         if h.pend_cost > self.max_buffered and not h.ended:
+            self._overflow(h, ts, packet, out)
+
+    def _overflow(self, h: _Half, ts: float, packet: int, out: list[TcpEvent]) -> None:
+        """More than ``max_buffered`` bytes wait in ``h``: give up what they wait for."""
+        if h.wait >= 0:
+            self.stats["buffer_overflows"] += 1
+            self._unblock(
+                h,
+                ts,
+                out,
+                f"the other direction's data that acknowledged them waited beyond the buffer "
+                f"limit ({self.max_buffered} bytes)",
+            )
+        if h.pend_cost > self.max_buffered and not h.ended and h.starts:
             self.stats["buffer_overflows"] += 1
             self._note(
                 h.flow,
@@ -523,10 +596,17 @@ class TcpReassembler:
                 self._skip_to(h, h.starts[0], ts, out, None)
 
     def _insert(
-        self, h: _Half, start: int, size: int, data: bytes | None, ts: float, packet: int
+        self,
+        h: _Half,
+        start: int,
+        size: int,
+        data: bytes | None,
+        ts: float,
+        packet: int,
+        acked: int,
     ) -> None:
         """Buffer bytes of ``h``; count those captured twice, note copies that differ."""
-        for lo, hi, differs in h.insert(start, size, data, ts):
+        for lo, hi, differs in h.insert(start, size, data, ts, acked):
             self.stats["retransmitted_bytes"] += hi - lo
             if differs:
                 self._mismatch(h, lo, hi, packet)
@@ -542,23 +622,82 @@ class TcpReassembler:
         )
 
     def _drain(self, h: _Half, ts: float, out: list[TcpEvent]) -> None:
-        """Deliver the buffered pieces that now continue the stream; end at the FIN."""
+        """Deliver the buffered pieces that now continue the stream; end at the FIN. A
+        direction that waits for its peer delivers nothing."""
+        if h.wait >= 0:
+            return
         off = h.off
         ready = h.pop_ready()
         if ready:
             conn = h.conn
             d = _direction(h)
-            for data, size, pts in ready:
+            for data, size, pts, acked in ready:
                 if data is None:
                     self._gap(h, d, off, size, pts, out)
                 else:
                     out.append(
-                        StreamData(connection=conn, direction=d, data=data, ts=pts, offset=off)
+                        StreamData(
+                            connection=conn, direction=d, data=data, ts=pts, offset=off, acked=acked
+                        )
                     )
                     conn.bytes[d] += size
                 off += size
+        if h.hold:
+            self._advanced(h, ts, out)
         if h.fin is not None and h.off >= h.fin:
             self._end(h, "fin", ts, out)
+
+    def _advanced(self, h: _Half, ts: float, out: list[TcpEvent]) -> None:
+        """``h`` delivered up to ``h.off``: its hint may be met, its peer's wait over."""
+        if h.hint and h.off >= h.hint:
+            h.hint = 0
+        p = h.peer
+        if p.wait >= 0 and h.off >= p.wait:
+            p.wait = -1
+            _refresh(h)
+            self._drain(p, ts, out)
+        else:
+            _refresh(h)
+
+    def _hint(self, p: _Half, target: int, ts: float, packet: int, out: list[TcpEvent]) -> None:
+        """The peer of ``p`` acknowledged ``p``'s bytes up to ``target``: a hint that the
+        capture misses (or has not shown yet) what lies before it. Given up at once when the
+        capture already holds evidence that the sender went on past it."""
+        if target <= p.off or p.ended:
+            return
+        if target > p.hint:
+            p.hint = target
+            _refresh(p)
+        if p.fin is not None:
+            self._settle(p, ts, out, "the peer acknowledged them and the sender's FIN came", packet)
+        elif p.starts and p.starts[-1] >= target:
+            self._settle(
+                p, ts, out, "the peer acknowledged them and the sender's later data came", packet
+            )
+
+    def _moved_on(self, h: _Half, start: int, ts: float, packet: int, out: list[TcpEvent]) -> None:
+        """A segment of ``h`` starts at ``start``: past the hint, the hole before it is lost."""
+        if h.hint > h.off and start >= h.hint:
+            self._settle(
+                h, ts, out, "the peer acknowledged them and the sender went on past them", packet
+            )
+
+    def _settle(self, h: _Half, ts: float, out: list[TcpEvent], why: str, packet: int) -> None:
+        """Give up the holes of ``h`` below its hint."""
+        self._skip_to(h, h.hint, ts, out, f"{why}, so the capture missed them", packet)
+
+    def _unblock(self, h: _Half, ts: float, out: list[TcpEvent], why: str) -> None:
+        """``h`` waits for its peer: give the peer's holes up to what ``h`` waits for, then
+        deliver ``h``."""
+        if h.wait < 0:
+            return
+        p = h.peer
+        if not p.ended and p.nxt >= 0:
+            self._skip_to(p, h.wait, ts, out, why)
+        if h.wait >= 0 and not h.ended:
+            h.wait = -1
+            _refresh(h)
+            self._drain(h, ts, out)
 
     def _gap(
         self, h: _Half, d: int, offset: int, size: int, ts: float, out: list[TcpEvent]
@@ -579,6 +718,10 @@ class TcpReassembler:
     ) -> None:
         """Give up every hole before ``target``, delivering the buffered pieces between;
         ``why`` the holes were given up goes into a ``tcp.gap`` diagnostic."""
+        if h.wait >= 0:  # giving up holes is a delivery: stop waiting for the peer
+            h.wait = -1
+            _refresh(h)
+            self._drain(h, ts, out)
         first = h.off
         given_up = 0
         while h.off < target and not h.ended:
@@ -601,16 +744,11 @@ class TcpReassembler:
             )
 
     def _flush(self, h: _Half, ts: float, out: list[TcpEvent], why: str) -> None:
-        """Deliver everything buffered, up to the FIN if one was seen."""
-        if h.nxt >= 0:
+        """Deliver everything buffered, up to the FIN if one was seen (what ``h`` waits for in
+        the peer first)."""
+        self._unblock(h, ts, out, why)
+        if h.nxt >= 0 and not h.ended:
             self._skip_to(h, h.known_end(), ts, out, why)
-
-    def _acked(self, p: _Half, ack: int, ts: float, packet: int, out: list[TcpEvent]) -> None:
-        """The peer of ``p`` acknowledged ``ack``: holes of ``p`` before it will not be filled."""
-        target = p.acked_end(ack)
-        if target > p.off:
-            why = "the peer acknowledged them, so the capture missed them (dropped packets?)"
-            self._skip_to(p, target, ts, out, why, packet)
 
     def _fin(self, h: _Half, at: int, ts: float, packet: int, out: list[TcpEvent]) -> None:
         if h.ended:
@@ -636,6 +774,7 @@ class TcpReassembler:
             return
         h.ended = True
         h.end(at_fin=reason == "fin")
+        _refresh(h)
         conn = h.conn
         d = _direction(h)
         conn.end[d] = reason
@@ -643,7 +782,12 @@ class TcpReassembler:
         p = h.peer
         if p.ended:
             self._drop(h.flow, ts, out)
-        elif p.fin is not None:  # the peer's FIN waits for holes nobody will fill now
+            return
+        if p.wait >= 0:  # the peer waited for bytes of this direction that will not come
+            p.wait = -1
+            _refresh(p)
+            self._drain(p, ts, out)
+        if p.fin is not None and not p.ended:  # its FIN waits for holes nobody will fill now
             self._flush(p, ts, out, "both directions ended without them")
 
     def _reset(self, h: _Half, ts: float, out: list[TcpEvent]) -> None:
@@ -669,6 +813,13 @@ class TcpReassembler:
         flow.notes[code] = count
         if count <= _NOTE_BUDGET:
             flow.conn.diagnostics.append(Diagnostic(code=code, message=message, location=location))
+
+
+def _refresh(h: _Half) -> None:
+    """Recompute ``hold`` and ``fast`` of both directions after a hint or a wait changed."""
+    for x in (h, h.peer):
+        x.hold = x.hint > x.off or x.wait >= 0 or x.peer.wait >= 0
+        x.fast = not x.starts and x.fin is None and not x.hold and not x.ended and x.nxt >= 0
 
 
 def _direction(h: _Half) -> int:

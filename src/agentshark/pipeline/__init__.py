@@ -248,7 +248,7 @@ def _packets(
         """TCP events -> the connection analyzers; finished items appended to ``out``."""
         for ev in events:
             if type(ev) is StreamData:  # the hot path: one per data segment
-                found = conns[ev.connection.id].data(ev.direction, ev.data, ev.ts)
+                found = conns[ev.connection.id].data(ev.direction, ev.data, ev.ts, ev.acked)
                 if found:
                     out.extend(found)
             elif isinstance(ev, StreamGap):
@@ -279,7 +279,7 @@ def _packets(
                 if events:
                     ev = events[0]
                     if len(events) == 1 and type(ev) is StreamData:  # the hot path
-                        found = conns[ev.connection.id].data(ev.direction, ev.data, ev.ts)
+                        found = conns[ev.connection.id].data(ev.direction, ev.data, ev.ts, ev.acked)
                         if found:
                             ready.extend(found)
                     else:

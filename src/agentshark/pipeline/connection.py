@@ -6,7 +6,10 @@ The layers, for each connection::
                                                                         -> Exchange objects
 
 ``_Plain`` holds a direction's first bytes until it knows what they are (a few bytes; 64 KiB
-for a capture that starts mid-connection), then replays them into the chosen parser.
+for a capture that starts mid-connection), then replays them into the chosen parser. A capture
+gap while sniffing ends what a direction can tell: the bytes after it start inside a message,
+so the sniffer hears that direction only as far as the gap (nothing, if the gap came first)
+and the other direction decides; the gap itself is replayed into the parser like the bytes.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from agentshark.tls.session import TlsConnection
 HttpVersion = Literal["http/1.1", "h2"]
 _HELD_LIMIT = 65536
 
-_Held = tuple[str, int, object, float]  # ("data"|"gap"|"end", direction, value, ts)
+_Held = tuple[str, int, object, float, int]  # ("data"|"gap"|"end", direction, value, ts, acked)
 _NO_HEADS = (bytearray(), bytearray())  # never written: the heads before the first byte
 
 
@@ -76,13 +79,15 @@ class HttpSession:
     def version(self) -> str:
         return "h2" if self._h2 is not None else "http/1.1"
 
-    def feed(self, direction: int, data: bytes, ts: float) -> list[Exchange]:
+    def feed(self, direction: int, data: bytes, ts: float, acked: int = -1) -> list[Exchange]:
+        """``acked``: what the segment carrying ``data`` acknowledged of the other direction
+        (HTTP/1 pairs responses by it after a gap; HTTP/2 does not need it)."""
         h2 = self._h2
         if h2 is not None:
             events = h2.feed(direction, data, ts)
             return self._emit(events) if events else []
         assert self._h1 is not None
-        events = self._h1.feed(direction, data, ts)
+        events = self._h1.feed(direction, data, ts, acked)
         if not events:
             return []
         done = self._emit(events)
@@ -132,6 +137,7 @@ class _Plain:
 
     __slots__ = (
         "_alpn",
+        "_blind",
         "_ended",
         "_events",
         "_heads",
@@ -158,21 +164,22 @@ class _Plain:
         self._events: list[_Held] = []
         self._heads = _NO_HEADS  # made at the first byte: most idle connections send none
         self._ended = [False, False]
+        self._blind = [False, False]  # a gap cut the direction's head: no more bytes to it
         self.protocol: str | None = None
         self.session: HttpSession | None = None
         self.swapped = False
 
-    def data(self, direction: int, data: bytes, ts: float) -> list[Exchange]:
+    def data(self, direction: int, data: bytes, ts: float, acked: int = -1) -> list[Exchange]:
         session = self.session
         if session is not None:
-            return session.feed(direction, data, ts)
+            return session.feed(direction, data, ts, acked)
         if self.protocol is not None:
             return []
-        self._events.append(("data", direction, data, ts))
+        self._events.append(("data", direction, data, ts, acked))
         if self._heads is _NO_HEADS:
             self._heads = (bytearray(), bytearray())
         head = self._heads[direction]
-        if len(head) < _HELD_LIMIT:
+        if len(head) < _HELD_LIMIT and not self._blind[direction]:
             head += data[: _HELD_LIMIT - len(head)]
         return self._decide(final=False)
 
@@ -181,8 +188,9 @@ class _Plain:
             return self.session.gap(direction, size, ts)
         if self.protocol is not None:
             return []
-        self._events.append(("gap", direction, size, ts))
-        return self._decide(final=True)
+        self._events.append(("gap", direction, size, ts, -1))
+        self._blind[direction] = True
+        return self._decide(final=all(self._blind) or all(self._ended))
 
     def end(self, direction: int, ts: float, *, clean: bool) -> list[Exchange]:
         self._ended[direction] = True
@@ -190,7 +198,7 @@ class _Plain:
             return self.session.end(direction, ts, clean=clean)
         if self.protocol is not None:
             return []
-        self._events.append(("end", direction, clean, ts))
+        self._events.append(("end", direction, clean, ts, -1))
         return self._decide(final=all(self._ended))
 
     def finish(self) -> list[Exchange]:
@@ -210,7 +218,13 @@ class _Plain:
         if self._alpn in ("h2", "http/1.1"):
             protocol: str | None = self._alpn
             swap = False
-        elif not final and len(client) < SNIFF_BYTES and not server and not self._ended[0]:
+        elif (
+            not final
+            and len(client) < SNIFF_BYTES
+            and not server
+            and not self._ended[0]
+            and not self._blind[0]
+        ):
             return []
         else:
             protocol, swap = sniff(
@@ -227,7 +241,7 @@ class _Plain:
             return []
         events = self.held()
         if swap:
-            events = [(kind, 1 - d, value, ts) for kind, d, value, ts in events]
+            events = [(kind, 1 - d, value, ts, acked) for kind, d, value, ts, acked in events]
         version: HttpVersion = "http/1.1" if protocol == "http/1.1" else "h2"
         self.session = HttpSession(version, self._make_assembler)
         return replay(self, events)
@@ -235,10 +249,10 @@ class _Plain:
 
 def replay(target: _Plain | ConnectionAnalyzer, events: list[_Held]) -> list[Exchange]:
     out: list[Exchange] = []
-    for kind, d, value, ts in events:
+    for kind, d, value, ts, acked in events:
         if kind == "data":
             assert isinstance(value, bytes)
-            out.extend(target.data(d, value, ts))
+            out.extend(target.data(d, value, ts, acked))
         elif kind == "gap":
             assert isinstance(value, int)
             out.extend(target.gap(d, value, ts))
@@ -294,10 +308,11 @@ class ConnectionAnalyzer:
 
     # -- TCP events -----------------------------------------------------------------------
 
-    def data(self, direction: int, data: bytes, ts: float) -> list[Exchange]:
+    def data(self, direction: int, data: bytes, ts: float, acked: int = -1) -> list[Exchange]:
+        """TCP bytes of ``direction``; ``acked`` as ``StreamData.acked``."""
         tls = self._tls
         if tls is None:
-            out = self._outer.data(direction, data, ts)
+            out = self._outer.data(direction, data, ts, acked)
             if self._outer.protocol == "tls" and self._tls is None:
                 out.extend(self._start_tls())
             return out
