@@ -31,7 +31,7 @@ from agentshark.tls import handshake as hs
 from agentshark.tls.diagnostics import diagnostic
 from agentshark.tls.direction import Direction, Mode
 from agentshark.tls.early import MAX_EARLY_BYTES, MAX_EARLY_SKIPPED
-from agentshark.tls.events import TlsAlert, TlsEvent, TlsPlaintext
+from agentshark.tls.events import TlsAlert, TlsEvent, TlsGap, TlsPlaintext
 from agentshark.tls.info import TlsInfo, version_name
 from agentshark.tls.keylog import TLS12_LABEL, KeyLog
 from agentshark.tls.keyschedule import (
@@ -48,9 +48,11 @@ from agentshark.tls.records import (
     HANDSHAKE,
     HEARTBEAT,
     DecryptError,
+    RecordReader,
     Tls12Protection,
     Tls13Protection,
 )
+from agentshark.tls.resync import Keys, Resumed, Resync, lost_plaintext, smallest_record
 
 __all__ = ["TlsConnection"]
 
@@ -65,13 +67,27 @@ class TlsConnection:
     ``location`` prefixes diagnostic locations (a capture name and connection id).
     ``feed``, ``gap`` and ``end`` take one direction's TCP events in order (0 client ->
     server, 1 server -> client) and return :data:`~agentshark.tls.events.TlsEvent` values;
+    ``feed``'s ``acked`` is the acknowledgment the data's TCP segment carried, in the other
+    direction's TCP offsets (-1 for none), given back translated in ``TlsPlaintext.acked``.
+    After a gap, decryption resumes at the first record whose tag verifies (``tls.resync``);
+    a :class:`~agentshark.tls.events.TlsGap` says how much plaintext was lost.
     ``info`` tells what the handshake said, and is complete (ALPN included) by the time the
     first plaintext is returned. Nothing raises: bytes that are not TLS, records that do not
     decrypt and missing keys are diagnostics, and records are still counted where they can
     be framed.
     """
 
-    __slots__ = ("_ch", "_dirs", "_keylog", "_location", "_noted", "_sh", "_suite", "info")
+    __slots__ = (
+        "_acked",
+        "_ch",
+        "_dirs",
+        "_keylog",
+        "_location",
+        "_noted",
+        "_sh",
+        "_suite",
+        "info",
+    )
 
     def __init__(self, keylog: KeyLog, *, location: str = "") -> None:
         self._keylog = keylog
@@ -82,14 +98,20 @@ class TlsConnection:
         self._sh: hs.ServerHello | None = None
         self._suite: CipherSuite | None = None  # set while the connection can be decrypted
         self._noted: set[str] = set()
+        self._acked = -1  # the translated acknowledgment of the data being fed
 
     def __repr__(self) -> str:
         return f"TlsConnection({self._location!r}, {self.info.version}, {self.info.cipher_suite})"
 
     # -- TCP events -------------------------------------------------------------------------
 
-    def feed(self, direction: int, data: bytes, ts: float) -> list[TlsEvent]:
+    def feed(self, direction: int, data: bytes, ts: float, acked: int = -1) -> list[TlsEvent]:
         d = self._dirs[direction]
+        if acked >= 0:
+            acked = self._dirs[1 - direction].translate(acked)
+        if d.resync is not None:
+            self._acked = acked
+            return self._resync(d, data, ts)
         reader = d.reader
         records = reader.feed(data)
         if not records:
@@ -97,61 +119,99 @@ class TlsConnection:
         if len(records) == 1 and d.mode is _DECRYPT and reader.error is None:
             rec = records[0]
             if rec[0] == APPLICATION_DATA:
-                return self._one_record(d, rec, ts)
+                return self._one_record(d, rec, ts, acked)
+        self._acked = acked
         out: Out = []
         chunks: list[bytes] = []  # consecutive application data, joined into one event
         counts = self.info.records
+        end = d.rec_end  # the TCP offset of each record's end
         for rec in records:
             counts[direction] += 1
+            end += len(rec)
             if d.mode is _DECRYPT and rec[0] == APPLICATION_DATA:  # the hot path
                 try:
                     ctype, content = d.open(rec)
                 except DecryptError:
                     self._flush(direction, chunks, ts, out)
-                    self._failed(d, out)
+                    d.rec_end = end
+                    if not self._finished_unseen(d, rec, ts, out):
+                        self._failed(d, out)
                     continue
                 if ctype == APPLICATION_DATA:
                     if content:
                         chunks.append(content)
+                        before = d.plain
+                        d.plain = plain = before + len(content)
+                        d.marks.append((end, before, plain))
                     continue
                 self._flush(direction, chunks, ts, out)
+                d.rec_end = end
                 self._content(d, ctype, content, ts, out)
             else:
                 self._flush(direction, chunks, ts, out)
+                d.rec_end = end
                 _RECORD_HANDLERS[d.mode](self, d, rec, ts, out)
+        d.rec_end = end
         self._flush(direction, chunks, ts, out)
         if reader.error is not None:
             out += self._lost(d)
         return out
 
-    def _one_record(self, d: Direction, rec: bytes, ts: float) -> list[TlsEvent]:
+    def _one_record(self, d: Direction, rec: bytes, ts: float, acked: int) -> list[TlsEvent]:
         """``feed`` for the usual segment: it completes one protected application data
         record. Does what the loop in ``feed`` does for it, without the loop's list of
         chunks and flushes (most records of a bulk transfer come one per segment)."""
         info = self.info
         info.records[d.index] += 1
-        out: Out = []
+        end = d.rec_end = d.rec_end + len(rec)
         try:
             ctype, content = d.open(rec)
         except DecryptError:
-            self._failed(d, out)
-            return out
+            ctype, content = -1, b""
         if ctype == APPLICATION_DATA:
             if content:
                 info.decrypted = True
-                return [TlsPlaintext(d.index, content, ts)]  # positional: see TlsPlaintext
-            return out
-        self._content(d, ctype, content, ts, out)
+                before = d.plain
+                d.plain = plain = before + len(content)
+                d.marks.append((end, before, plain))
+                return [TlsPlaintext(d.index, content, ts, acked)]  # positional: see it
+            return []
+        out: Out = []
+        self._acked = acked  # for the plaintext _content may report
+        if ctype < 0:
+            if not self._finished_unseen(d, rec, ts, out):
+                self._failed(d, out)
+        else:
+            self._content(d, ctype, content, ts, out)
         return out
 
     def gap(self, direction: int, size: int, ts: float) -> list[TlsEvent]:
-        """``size`` bytes were never captured: this direction is not read any further."""
+        """``size`` bytes were never captured: look for the records after them (``resync``).
+
+        During the handshake, before keys prove records, the direction is not read further.
+        """
         d = self._dirs[direction]
         out: Out = []
+        resync = d.resync
+        if resync is not None:
+            resync.gap(size)
+            return out
         if d.mode is Mode.EARLY:
             self._early_unconfirmed(d, out)
+        keys = self._resync_keys(d)
+        if keys:
+            suite = keys[0].protection.suite
+            smallest = smallest_record(suite.tls13, suite.aead == "CHACHA20-POLY1305")
+            buffered = d.reader.buffered
+            d.lose(d.rec_end + 1)
+            d.resync = Resync(
+                keys, tls13=suite.tls13, smallest=smallest, lost=buffered + size, gap=size
+            )
+            d.reader = RecordReader()
+            return out
         if d.mode not in (Mode.OPAQUE, Mode.LOST):
-            self._note(out, d, "tls.gap", per_direction=True, size=size)
+            what = self._handshake_lost(d)
+            self._note(out, d, "tls.gap", per_direction=True, size=size, what=what)
         d.stop()
         return out
 
@@ -159,6 +219,20 @@ class TlsConnection:
         """No more bytes come in this direction."""
         d = self._dirs[direction]
         out: Out = []
+        resync = d.resync
+        if resync is not None:
+            size = self._unresolved(d, resync, ts, out)
+            later = resync.searched + resync.buffered
+            after = f"{later} bytes later" if later else "right after"
+            self._note(
+                out,
+                d,
+                "tls.gap_unresolved",
+                every=True,
+                gap=resync.gap_bytes,
+                after=after,
+                size=size,
+            )
         if d.mode is Mode.EARLY:
             self._early_unconfirmed(d, out)
         if d.mode is not Mode.LOST and d.reader.buffered:
@@ -172,6 +246,140 @@ class TlsConnection:
             self._note(out, d, "tls.bad_record", per_direction=True, why=d.reader.error)
             d.stop()
         return out
+
+    # -- gaps (see tls.resync) ---------------------------------------------------------------
+
+    def _resync_keys(self, d: Direction) -> list[Keys]:
+        """The keys a record after a gap in ``d`` may be under: none during the handshake,
+        until a ServerHello names the suite (and for TLS 1.3 the handshake keys are set)."""
+        suite, p = self._suite, d.protection
+        if suite is None:
+            return []
+        if d.mode is _DECRYPT and p is not None:
+            keys = [Keys(protection=p, expected=p.seq, stage=d.stage)]
+            if isinstance(p, Tls13Protection) and d.stage == 1:  # the Finished may be lost
+                label = "CLIENT_TRAFFIC_SECRET_0" if d.index == 0 else "SERVER_TRAFFIC_SECRET_0"
+                after = self._protection13_quiet(label)
+                if after is not None:
+                    keys.append(Keys(protection=after, expected=0, stage=2, change="Finished"))
+            elif isinstance(p, Tls13Protection):  # a KeyUpdate may be lost
+                after = Tls13Protection(suite, next_traffic_secret(p.secret, suite))
+                keys.append(Keys(protection=after, expected=0, stage=2, change="KeyUpdate"))
+            return keys
+        if d.mode is Mode.PLAIN and not suite.tls13 and self._ch is not None:
+            assert self._sh is not None  # the suite is set by the ServerHello
+            master = self._keylog.secrets(self._ch.random).get(TLS12_LABEL)
+            if master is None:
+                return []
+            block = tls12_key_block(master, self._ch.random, self._sh.random, suite)
+            if d.index == 0:
+                p = Tls12Protection(suite, block.client_key, block.client_iv)
+            else:
+                p = Tls12Protection(suite, block.server_key, block.server_iv)
+            return [Keys(protection=p, expected=0, stage=1, change="ChangeCipherSpec")]
+        return []
+
+    def _handshake_lost(self, d: Direction) -> str:
+        """What a handshake gap in ``d`` costs, in words for ``tls.gap``."""
+        if self._ch is None:
+            return " (the ClientHello was not read: without its random no key applies)"
+        if self._sh is None:
+            return " (the ServerHello was not read: the cipher suite is unknown)"
+        if self._suite is not None and not self._suite.tls13:
+            return f" (the key log has no {TLS12_LABEL} for this session)"
+        return ""
+
+    def _resync(self, d: Direction, data: bytes, ts: float) -> list[TlsEvent]:
+        """``feed`` while ``d`` looks for its records after a gap."""
+        resync = d.resync
+        assert resync is not None
+        found = resync.feed(data)
+        out: Out = []
+        if found is not None:
+            self._resumed(d, found, resync.gap_bytes, ts, out)
+            if found.rest:  # read as after any record, with the same acknowledgment
+                acked = self._acked
+                out += self.feed(d.index, found.rest, ts)
+                for ev in out:
+                    if type(ev) is TlsPlaintext:
+                        ev.acked = acked
+        elif resync.error is not None:
+            size = self._unresolved(d, resync, ts, out)
+            why = resync.error
+            self._note(
+                out, d, "tls.resync_failed", every=True, gap=resync.gap_bytes, why=why, size=size
+            )
+            d.stop()
+        return out
+
+    def _resumed(self, d: Direction, found: Resumed, gap: int, ts: float, out: Out) -> None:
+        """The record ``found`` decrypted after a gap: report the loss, go on from it."""
+        d.resync = None
+        d.resumed += 1
+        keys = found.keys
+        d.use(keys.protection, keys.stage)  # its seq follows the record found
+        d.handshakes = hs.HandshakeReader()  # a message cut by the gap is lost
+        self.info.records[d.index] += 1
+        suite = keys.protection.suite
+        smallest = smallest_record(suite.tls13, suite.aead == "CHACHA20-POLY1305")
+        records, size, exact = lost_plaintext(found, smallest)
+        start = d.rec_end + found.lost  # the TCP offset of the record found
+        if size:
+            out.append(TlsGap(direction=d.index, size=size, ts=ts))
+        d.resume(start, d.plain + size)
+        searched = (
+            f", {found.searched} of them searched past after the gap" if found.searched else ""
+        )
+        change = f" (under the keys after a lost {keys.change})" if keys.change else ""
+        self._note(
+            out,
+            d,
+            "tls.resynced",
+            every=True,
+            gap=gap,
+            records=("" if not keys.change else "at least ") + _plural(records, "record"),
+            lost=found.lost,
+            searched=searched,
+            size=size if exact else f"at most {size}",
+            offset=start,
+            seq=found.seq,
+            keys=change,
+        )
+        d.rec_end = start + found.record
+        self._content(d, found.ctype, found.content, ts, out)
+
+    def _finished_unseen(self, d: Direction, rec: bytes, ts: float, out: Out) -> bool:
+        """After a gap in a TLS 1.3 handshake, a record that fails under the handshake keys
+        may be the first under the application keys (the Finished was cut by the gap, or
+        its message was lost with one cut before it): True if it decrypts under those."""
+        p = d.protection
+        if not d.resumed or d.stage != 1 or not isinstance(p, Tls13Protection):
+            return False
+        label = "CLIENT_TRAFFIC_SECRET_0" if d.index == 0 else "SERVER_TRAFFIC_SECRET_0"
+        after = self._protection13_quiet(label)
+        if after is None:
+            return False
+        try:
+            ctype, content = after.open(rec)
+        except DecryptError:
+            return False
+        d.use(after, 2)
+        d.handshakes = hs.HandshakeReader()
+        self._note(out, d, "tls.finished_unseen", per_direction=True)
+        self._content(d, ctype, content, ts, out)
+        return True
+
+    def _unresolved(self, d: Direction, resync: Resync, ts: float, out: Out) -> int:
+        """A gap after which no record decrypted: the plaintext lost (a bound) as a TlsGap."""
+        suite = d.protection.suite if d.protection is not None else self._suite
+        tls13 = suite is not None and suite.tls13
+        chacha = suite is not None and suite.aead == "CHACHA20-POLY1305"
+        size = max(0, resync.lost + resync.buffered - smallest_record(tls13, chacha))
+        d.resync = None
+        if size:
+            out.append(TlsGap(direction=d.index, size=size, ts=ts))
+            d.plain += size
+        return size
 
     # -- records by mode --------------------------------------------------------------------
 
@@ -212,7 +420,8 @@ class TlsConnection:
             try:
                 ctype, content = d.open(rec)
             except DecryptError:
-                self._failed(d, out)
+                if not self._finished_unseen(d, rec, ts, out):
+                    self._failed(d, out)
                 return
             self._content(d, ctype, content, ts, out)
 
@@ -225,7 +434,10 @@ class TlsConnection:
         self.info.decrypted = True
         if ctype == APPLICATION_DATA:
             if content:
-                out.append(TlsPlaintext(direction=d.index, data=content, ts=ts))
+                before = d.plain
+                d.plain = plain = before + len(content)
+                d.marks.append((d.rec_end, before, plain))
+                out.append(TlsPlaintext(d.index, content, ts, self._acked))
         elif ctype == HANDSHAKE:
             self._handshake(d, content, ts, out)
         elif ctype == ALERT:
@@ -250,9 +462,12 @@ class TlsConnection:
             for msg_type, body in d.handshakes.feed(fragment):
                 self._message(d, msg_type, body, out)
         except hs.HandshakeError as exc:
+            d.handshakes = hs.HandshakeReader()
+            if d.resumed:  # a message cut by a gap: its rest is not a message
+                self._note(out, d, "tls.handshake_cut", per_direction=True)
+                return
             self._note(out, d, "tls.malformed_handshake", why=exc)
             self._set_opaque()
-            d.handshakes = hs.HandshakeReader()
 
     def _message(self, d: Direction, msg_type: int, body: bytes, out: Out) -> None:
         client = d.index == 0
@@ -293,6 +508,7 @@ class TlsConnection:
         info.alpn_offered = list(ch.alpn)
         if ch.early_data and TLS13 in ch.versions and d.mode is Mode.PLAIN:
             d.mode = Mode.EARLY
+            d.untracked = True
         elif d.mode is Mode.EARLY:
             d.mode = Mode.PLAIN
 
@@ -507,7 +723,7 @@ class TlsConnection:
     def _flush(self, direction: int, chunks: list[bytes], ts: float, out: Out) -> None:
         if chunks:
             data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-            out.append(TlsPlaintext(direction=direction, data=data, ts=ts))
+            out.append(TlsPlaintext(direction, data, ts, self._acked))
             chunks.clear()
             self.info.decrypted = True
 
@@ -527,18 +743,25 @@ class TlsConnection:
         code: str,
         *,
         per_direction: bool = False,
+        every: bool = False,
         severity: Severity | None = None,
         **fields: object,
     ) -> None:
-        """Append the diagnostic ``code``: at most once per connection (or direction)."""
-        key = code.partition("/")[0]
-        key = f"{key}/{d.index}" if per_direction else key
-        if key in self._noted:
-            return
-        self._noted.add(key)
+        """Append the diagnostic ``code``: at most once per connection (or direction), or
+        ``every`` time (one per gap)."""
+        if not every:
+            key = code.partition("/")[0]
+            key = f"{key}/{d.index}" if per_direction else key
+            if key in self._noted:
+                return
+            self._noted.add(key)
         where = f"{d.who} record {self.info.records[d.index]}"
         location = f"{self._location} {where}" if self._location else where
         out.append(diagnostic(code, location, severity=severity, who=d.who, **fields))
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 _RecordHandler = Callable[[TlsConnection, Direction, bytes, float, Out], None]
