@@ -20,7 +20,8 @@ Modules, in the order data flows::
     direction     the state of one direction: mode, framing, current keys
     early         0-RTT data held until the server is known to have read it
     resync        after a gap: the next record boundary and sequence number, proven by the tag
-    session       TlsConnection: the state machine that ties them together
+    session       TlsConnection: the state machine that ties them together, with its parts
+                  lost (gaps) and zero_rtt (early data) as mixins typed by host
     events, info, diagnostics   what comes out: events, TlsInfo, the diagnostic catalogue
 """
 

@@ -30,8 +30,7 @@ from agentshark.errors import Severity
 from agentshark.tls import handshake as hs
 from agentshark.tls.diagnostics import diagnostic
 from agentshark.tls.direction import Direction, Mode
-from agentshark.tls.early import MAX_EARLY_BYTES, MAX_EARLY_SKIPPED
-from agentshark.tls.events import TlsAlert, TlsEvent, TlsGap, TlsPlaintext
+from agentshark.tls.events import TlsAlert, TlsEvent, TlsPlaintext
 from agentshark.tls.info import TlsInfo, version_name
 from agentshark.tls.keylog import TLS12_LABEL, KeyLog
 from agentshark.tls.keyschedule import (
@@ -41,6 +40,7 @@ from agentshark.tls.keyschedule import (
     suite_name,
     tls12_key_block,
 )
+from agentshark.tls.lost import GapRecovery
 from agentshark.tls.records import (
     ALERT,
     APPLICATION_DATA,
@@ -52,7 +52,8 @@ from agentshark.tls.records import (
     Tls12Protection,
     Tls13Protection,
 )
-from agentshark.tls.resync import Keys, Resumed, Resync, lost_plaintext, smallest_record
+from agentshark.tls.resync import Resync, smallest_record
+from agentshark.tls.zero_rtt import ZeroRtt
 
 __all__ = ["TlsConnection"]
 
@@ -61,7 +62,7 @@ _DECRYPT = Mode.DECRYPT  # a module global is read faster than an enum attribute
 Out = list[TlsEvent]
 
 
-class TlsConnection:
+class TlsConnection(GapRecovery, ZeroRtt):
     """Decrypts one TLS connection observed from outside (sans-I/O).
 
     ``location`` prefixes diagnostic locations (a capture name and connection id).
@@ -246,140 +247,6 @@ class TlsConnection:
             self._note(out, d, "tls.bad_record", per_direction=True, why=d.reader.error)
             d.stop()
         return out
-
-    # -- gaps (see tls.resync) ---------------------------------------------------------------
-
-    def _resync_keys(self, d: Direction) -> list[Keys]:
-        """The keys a record after a gap in ``d`` may be under: none during the handshake,
-        until a ServerHello names the suite (and for TLS 1.3 the handshake keys are set)."""
-        suite, p = self._suite, d.protection
-        if suite is None:
-            return []
-        if d.mode is _DECRYPT and p is not None:
-            keys = [Keys(protection=p, expected=p.seq, stage=d.stage)]
-            if isinstance(p, Tls13Protection) and d.stage == 1:  # the Finished may be lost
-                label = "CLIENT_TRAFFIC_SECRET_0" if d.index == 0 else "SERVER_TRAFFIC_SECRET_0"
-                after = self._protection13_quiet(label)
-                if after is not None:
-                    keys.append(Keys(protection=after, expected=0, stage=2, change="Finished"))
-            elif isinstance(p, Tls13Protection):  # a KeyUpdate may be lost
-                after = Tls13Protection(suite, next_traffic_secret(p.secret, suite))
-                keys.append(Keys(protection=after, expected=0, stage=2, change="KeyUpdate"))
-            return keys
-        if d.mode is Mode.PLAIN and not suite.tls13 and self._ch is not None:
-            assert self._sh is not None  # the suite is set by the ServerHello
-            master = self._keylog.secrets(self._ch.random).get(TLS12_LABEL)
-            if master is None:
-                return []
-            block = tls12_key_block(master, self._ch.random, self._sh.random, suite)
-            if d.index == 0:
-                p = Tls12Protection(suite, block.client_key, block.client_iv)
-            else:
-                p = Tls12Protection(suite, block.server_key, block.server_iv)
-            return [Keys(protection=p, expected=0, stage=1, change="ChangeCipherSpec")]
-        return []
-
-    def _handshake_lost(self, d: Direction) -> str:
-        """What a handshake gap in ``d`` costs, in words for ``tls.gap``."""
-        if self._ch is None:
-            return " (the ClientHello was not read: without its random no key applies)"
-        if self._sh is None:
-            return " (the ServerHello was not read: the cipher suite is unknown)"
-        if self._suite is not None and not self._suite.tls13:
-            return f" (the key log has no {TLS12_LABEL} for this session)"
-        return ""
-
-    def _resync(self, d: Direction, data: bytes, ts: float) -> list[TlsEvent]:
-        """``feed`` while ``d`` looks for its records after a gap."""
-        resync = d.resync
-        assert resync is not None
-        found = resync.feed(data)
-        out: Out = []
-        if found is not None:
-            self._resumed(d, found, resync.gap_bytes, ts, out)
-            if found.rest:  # read as after any record, with the same acknowledgment
-                acked = self._acked
-                out += self.feed(d.index, found.rest, ts)
-                for ev in out:
-                    if type(ev) is TlsPlaintext:
-                        ev.acked = acked
-        elif resync.error is not None:
-            size = self._unresolved(d, resync, ts, out)
-            why = resync.error
-            self._note(
-                out, d, "tls.resync_failed", every=True, gap=resync.gap_bytes, why=why, size=size
-            )
-            d.stop()
-        return out
-
-    def _resumed(self, d: Direction, found: Resumed, gap: int, ts: float, out: Out) -> None:
-        """The record ``found`` decrypted after a gap: report the loss, go on from it."""
-        d.resync = None
-        d.resumed += 1
-        keys = found.keys
-        d.use(keys.protection, keys.stage)  # its seq follows the record found
-        d.handshakes = hs.HandshakeReader()  # a message cut by the gap is lost
-        self.info.records[d.index] += 1
-        suite = keys.protection.suite
-        smallest = smallest_record(suite.tls13, suite.aead == "CHACHA20-POLY1305")
-        records, size, exact = lost_plaintext(found, smallest)
-        start = d.rec_end + found.lost  # the TCP offset of the record found
-        if size:
-            out.append(TlsGap(direction=d.index, size=size, ts=ts))
-        d.resume(start, d.plain + size)
-        searched = (
-            f", {found.searched} of them searched past after the gap" if found.searched else ""
-        )
-        change = f" (under the keys after a lost {keys.change})" if keys.change else ""
-        self._note(
-            out,
-            d,
-            "tls.resynced",
-            every=True,
-            gap=gap,
-            records=("" if not keys.change else "at least ") + _plural(records, "record"),
-            lost=found.lost,
-            searched=searched,
-            size=size if exact else f"at most {size}",
-            offset=start,
-            seq=found.seq,
-            keys=change,
-        )
-        d.rec_end = start + found.record
-        self._content(d, found.ctype, found.content, ts, out)
-
-    def _finished_unseen(self, d: Direction, rec: bytes, ts: float, out: Out) -> bool:
-        """After a gap in a TLS 1.3 handshake, a record that fails under the handshake keys
-        may be the first under the application keys (the Finished was cut by the gap, or
-        its message was lost with one cut before it): True if it decrypts under those."""
-        p = d.protection
-        if not d.resumed or d.stage != 1 or not isinstance(p, Tls13Protection):
-            return False
-        label = "CLIENT_TRAFFIC_SECRET_0" if d.index == 0 else "SERVER_TRAFFIC_SECRET_0"
-        after = self._protection13_quiet(label)
-        if after is None:
-            return False
-        try:
-            ctype, content = after.open(rec)
-        except DecryptError:
-            return False
-        d.use(after, 2)
-        d.handshakes = hs.HandshakeReader()
-        self._note(out, d, "tls.finished_unseen", per_direction=True)
-        self._content(d, ctype, content, ts, out)
-        return True
-
-    def _unresolved(self, d: Direction, resync: Resync, ts: float, out: Out) -> int:
-        """A gap after which no record decrypted: the plaintext lost (a bound) as a TlsGap."""
-        suite = d.protection.suite if d.protection is not None else self._suite
-        tls13 = suite is not None and suite.tls13
-        chacha = suite is not None and suite.aead == "CHACHA20-POLY1305"
-        size = max(0, resync.lost + resync.buffered - smallest_record(tls13, chacha))
-        d.resync = None
-        if size:
-            out.append(TlsGap(direction=d.index, size=size, ts=ts))
-            d.plain += size
-        return size
 
     # -- records by mode --------------------------------------------------------------------
 
@@ -643,81 +510,6 @@ class TlsConnection:
                 d.use(None, d.stage)
                 d.early.clear()
 
-    # -- 0-RTT ------------------------------------------------------------------------------
-
-    def _early_record(self, d: Direction, rec: bytes, ts: float, out: Out) -> None:
-        """A client record while it may still send early data: try the keys it may use."""
-        early = d.early
-        if self._suite is None:  # the ServerHello has not named the suite yet
-            if not early.hold_raw(rec, ts):
-                self._note(out, d, "tls.early_data_overflow", size=MAX_EARLY_BYTES)
-                d.use(None, 0)
-                early.clear()
-            return
-        for keys in (early.keys, d.protection):
-            if keys is None:
-                continue
-            try:
-                ctype, content = keys.open(rec)
-            except DecryptError:
-                continue
-            if keys is d.protection:  # the first record under the handshake keys
-                self._early_end(d, out)
-                self._content(d, ctype, content, ts, out)
-            elif ctype == APPLICATION_DATA:
-                self.info.decrypted = True
-                event = early.plaintext(content, ts)
-                if event is not None:
-                    out.append(event)
-            else:
-                self._content(d, ctype, content, ts, out)  # EndOfEarlyData, an alert
-            return
-        early.skipped += 1
-        if early.skipped > MAX_EARLY_SKIPPED:
-            self._failed(d, out)
-
-    def _early_end(self, d: Direction, out: Out, *, end_of_early_data: bool = False) -> None:
-        """The client's early data is over: say what became of it, go on with handshake keys.
-
-        It ends with EndOfEarlyData (the server accepted it, RFC 8446 §4.5), with a record
-        under the handshake keys (the server rejected it: accepted data would have been
-        followed by EndOfEarlyData under the early keys), or with a second ClientHello.
-        """
-        early = d.early
-        if end_of_early_data:
-            early.accepted = self.info.early_data = True
-            out += early.release()
-        elif early.accepted is None and early.keys is not None:
-            early.reject()
-        if early.dropped:
-            self._note(out, d, "tls.early_data_rejected", count=early.dropped)
-        if early.skipped:
-            why = " (the key log has no CLIENT_EARLY_TRAFFIC_SECRET)" if early.keys is None else ""
-            fate = "the server accepted them" if early.accepted else "the server did not read them"
-            severity: Severity = "warning" if early.accepted else "info"
-            self._note(
-                out,
-                d,
-                "tls.early_data_skipped",
-                severity=severity,
-                count=early.skipped,
-                why=why,
-                fate=fate,
-            )
-        early.clear()
-        early.dropped = early.skipped = 0
-        if d.protection is not None:
-            d.use(d.protection, 1)
-        else:
-            d.mode = Mode.PLAIN
-
-    def _early_unconfirmed(self, d: Direction, out: Out) -> None:
-        """The stream stops during early data: report what decrypted, with a caveat."""
-        if d.early.held and d.early.accepted is None:
-            self._note(out, d, "tls.early_data_unconfirmed", count=len(d.early.held))
-            out += d.early.release()
-        self._early_end(d, out)
-
     # -- reporting --------------------------------------------------------------------------
 
     def _flush(self, direction: int, chunks: list[bytes], ts: float, out: Out) -> None:
@@ -758,10 +550,6 @@ class TlsConnection:
         where = f"{d.who} record {self.info.records[d.index]}"
         location = f"{self._location} {where}" if self._location else where
         out.append(diagnostic(code, location, severity=severity, who=d.who, **fields))
-
-
-def _plural(count: int, noun: str) -> str:
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 _RecordHandler = Callable[[TlsConnection, Direction, bytes, float, Out], None]
