@@ -216,7 +216,7 @@ def test_tls13_two_gaps_in_one_direction_two_diagnostics() -> None:
 
 def feed_with_gap(
     keylog_text: bytes, flights: list[tuple[int, bytes]], lost: set[int]
-) -> list[TlsEvent]:
+) -> tuple[TlsConnection, list[TlsEvent]]:
     keylog = KeyLog()
     assert keylog.add_text(keylog_text, "keys.log") == []
     tls = TlsConnection(keylog, location="t")
@@ -226,7 +226,7 @@ def feed_with_gap(
             events += tls.gap(direction, len(data), float(i))
         else:
             events += tls.feed(direction, data, float(i))
-    return events + tls.end(0, 99.0) + tls.end(1, 99.0)
+    return tls, events + tls.end(0, 99.0) + tls.end(1, 99.0)
 
 
 def test_tls13_key_update_lost_in_the_gap() -> None:
@@ -234,10 +234,11 @@ def test_tls13_key_update_lost_in_the_gap() -> None:
     update = next(
         i for i, (d, data) in enumerate(s.flights) if d == 0 and len(data) == 5 + 5 + 1 + 16
     )
-    events = feed_with_gap(s.keylog, s.flights, {update})
+    tls, events = feed_with_gap(s.keylog, s.flights, {update})
     (diag,) = diagnostics(events)
     assert diag.code == "tls.resynced" and "after a lost KeyUpdate" in diag.message
     assert plaintext(events)[0] == s.plaintext[0]  # the KeyUpdate carried no data
+    assert tls.info.key_updates == 2  # the lost one and the server's
     assert plaintext(events)[1] == s.plaintext[1]
 
 
@@ -257,8 +258,10 @@ def test_tls13_handshake_message_cut_across_records() -> None:
         (1, flight[lost_to:]),
         *s.flights[2:],
     ]
-    events = feed_with_gap(s.keylog, flights, {2})
-    assert "tls.resynced" in [d.code for d in diagnostics(events)]
+    tls, events = feed_with_gap(s.keylog, flights, {2})
+    assert [d.code for d in diagnostics(events)] == ["tls.resynced", "tls.finished_unseen"]
+    assert "holding 0 bytes of plaintext" in diagnostics(events)[0].message  # handshake keys
+    assert tls.info.alpn == "h2"  # EncryptedExtensions came before the cut
     assert plaintext(events) == s.plaintext
     assert not any(isinstance(e, TlsGap) for e in events)
 
@@ -275,7 +278,7 @@ def test_tls12_suites_resync(suite: int) -> None:
         (0, two[first:]),
         *s.flights[requests + 1 :],
     ]
-    events = feed_with_gap(s.keylog, flights, {requests})
+    _tls, events = feed_with_gap(s.keylog, flights, {requests})
     (diag,) = diagnostics(events)
     assert diag.code == "tls.resynced" and "1 record lost" in diag.message
     assert [g.size for g in gaps(events)] == [30]  # REQUEST[:30], exactly

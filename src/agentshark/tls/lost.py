@@ -97,6 +97,8 @@ class GapRecovery:
         d.resumed += 1
         keys = found.keys
         d.use(keys.protection, keys.stage)  # its seq follows the record found
+        if keys.change == "KeyUpdate":
+            self.info.key_updates += 1
         d.handshakes = hs.HandshakeReader()  # a message cut by the gap is lost
         self.info.records[d.index] += 1
         suite = keys.protection.suite
