@@ -135,6 +135,18 @@ class Direction:
         ``UNKNOWN`` for an offset past the bytes fed so far, one inside bytes lost, or one
         below the marks kept (an acknowledgment older than those already trimmed).
         """
+        marks = self.marks
+        if marks:
+            last = marks[-1]
+            if acked == last[0]:  # the usual case: all the records read are acknowledged
+                marks.clear()
+                self.floor = last
+                return last[2]
+        elif acked == self.floor[0]:  # ... and acknowledged again
+            return self.floor[2]
+        return self._translate(acked)
+
+    def _translate(self, acked: int) -> int:
         if acked > self.rec_end + self.reader.buffered or self.untracked:
             return UNKNOWN  # (during a resync, past rec_end is lost anyway)
         marks = self.marks
@@ -147,3 +159,8 @@ class Direction:
             floor = marks.popleft()
         self.floor = floor
         return floor[2]
+
+    def untrack(self) -> None:
+        """Plaintext will come that marks do not follow (0-RTT): translate nothing."""
+        self.untracked = True
+        self.marks = deque(maxlen=0)  # appends are dropped: translate takes the slow path

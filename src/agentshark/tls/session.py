@@ -375,7 +375,7 @@ class TlsConnection(GapRecovery, ZeroRtt):
         info.alpn_offered = list(ch.alpn)
         if ch.early_data and TLS13 in ch.versions and d.mode is Mode.PLAIN:
             d.mode = Mode.EARLY
-            d.untracked = True
+            d.untrack()
         elif d.mode is Mode.EARLY:
             d.mode = Mode.PLAIN
 
