@@ -21,6 +21,7 @@ from agentshark.sources.pcap import read_pcap
 from agentshark.sources.pcapng import SHB_MAGIC, read_pcapng
 from agentshark.sources.records import DecryptionSecrets, Packet
 from agentshark.tls import KeyLog, TlsAlert, TlsConnection, TlsEvent, TlsPlaintext
+from agentshark.tls.events import TlsGap
 
 TLSK = 0x544C534B  # pcapng Decryption Secrets Block type: TLS key log
 
@@ -80,6 +81,7 @@ class Decrypted:
     tls: TlsConnection
     plaintext: list[bytearray] = field(default_factory=lambda: [bytearray(), bytearray()])
     alerts: list[TlsAlert] = field(default_factory=list)
+    gaps: list[TlsGap] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     events: list[TlsEvent] = field(default_factory=list)
 
@@ -102,6 +104,8 @@ def decrypt(events: list[TcpEvent], keylog: KeyLog, location: str = "") -> Decry
                 out.plaintext[item.direction] += item.data
             elif isinstance(item, TlsAlert):
                 out.alerts.append(item)
+            elif isinstance(item, TlsGap):
+                out.gaps.append(item)
             else:
                 out.diagnostics.append(item)
     return out

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from agentshark.errors import Diagnostic
 from agentshark.tls import KeyLog, TlsAlert, TlsConnection, TlsEvent, TlsPlaintext
+from agentshark.tls.events import TlsGap
 
 Flight = tuple[int, bytes]
 Normal = tuple[str, int, object]
@@ -53,6 +54,8 @@ def normalize(events: Sequence[TlsEvent]) -> list[Normal]:
                 out.append(("data", ev.direction, ev.data))
         elif isinstance(ev, TlsAlert):
             out.append(("alert", ev.direction, (ev.level, ev.description, ev.encrypted)))
+        elif isinstance(ev, TlsGap):
+            out.append(("gap", ev.direction, ev.size))
         else:
             out.append(("diagnostic", 0, (ev.code, ev.severity)))
     return out
@@ -68,6 +71,10 @@ def plaintext(events: Sequence[TlsEvent]) -> tuple[bytes, bytes]:
 
 def diagnostics(events: Sequence[TlsEvent]) -> list[Diagnostic]:
     return [ev for ev in events if isinstance(ev, Diagnostic)]
+
+
+def gaps(events: Sequence[TlsEvent]) -> list[TlsGap]:
+    return [ev for ev in events if isinstance(ev, TlsGap)]
 
 
 def run_three_ways(keylog_text: bytes, flights: Sequence[Flight], seed: int = 0) -> list[TlsEvent]:

@@ -6,7 +6,7 @@ import ast
 import inspect
 import string
 
-from agentshark.tls import session
+from agentshark.tls import lost, session, zero_rtt
 from agentshark.tls.diagnostics import CATALOGUE, diagnostic
 
 
@@ -15,9 +15,10 @@ def fields(template: str) -> set[str]:
 
 
 def test_every_note_call_fills_its_template() -> None:
-    tree = ast.parse(inspect.getsource(session))
+    trees = [ast.parse(inspect.getsource(module)) for module in (session, lost, zero_rtt)]
     calls = [
         node
+        for tree in trees
         for node in ast.walk(tree)
         if isinstance(node, ast.Call)
         and isinstance(node.func, ast.Attribute)
@@ -27,7 +28,9 @@ def test_every_note_call_fills_its_template() -> None:
     for call in calls:
         key = call.args[2]
         assert isinstance(key, ast.Constant) and key.value in CATALOGUE, ast.unparse(call)
-        given = {k.arg for k in call.keywords} - {"per_direction", "severity", None} | {"who"}
+        given = {k.arg for k in call.keywords} - {"per_direction", "every", "severity", None} | {
+            "who"
+        }
         assert fields(CATALOGUE[key.value][1]) <= given, ast.unparse(call)
         used.add(key.value)
     assert used == set(CATALOGUE)

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from agentshark.errors import Diagnostic
 from agentshark.tls import KeyLog, TlsAlert, TlsConnection, TlsPlaintext
 from tests.tls import rfc8448
-from tests.tls.feeding import diagnostics, normalize, plaintext, run, run_three_ways
+from tests.tls.feeding import diagnostics, gaps, normalize, plaintext, run, run_three_ways
 from tests.tls.synth import record, tls12_session, tls13_session
 
 TRACE = rfc8448.TRACE
@@ -104,7 +104,10 @@ def test_secret_of_the_wrong_length_for_the_suite() -> None:
     assert diag.code == "tls.wrong_secret" and "48 bytes" in diag.message
 
 
-def test_gap_stops_one_direction() -> None:
+def test_gap_resumes_at_the_next_record_that_decrypts() -> None:
+    # A 100-byte gap after the handshake: the client's 72-byte application record (sequence
+    # number 0) is taken for lost bytes, as the gap says a record was lost before it; its
+    # close_notify (number 1) decrypts and decryption goes on from there.
     tls = TlsConnection(keylog(), location="c1")
     events = []
     for direction, data in TRACE[:4]:
@@ -113,9 +116,23 @@ def test_gap_stops_one_direction() -> None:
     for direction, data in TRACE[4:]:
         events += tls.feed(direction, data, 3.0)
     (diag,) = diagnostics(events)
-    assert diag.code == "tls.gap" and "100 bytes" in diag.message
+    assert (diag.code, diag.location) == ("tls.resynced", "c1 client record 3")
+    assert "100 bytes" in diag.message and "1 record lost (172 bytes of ciphertext" in diag.message
+    assert "at most 150 bytes of plaintext" in diag.message  # TLS 1.3: a bound
+    assert "record sequence number 1" in diag.message
+    assert [(g.direction, g.size) for g in gaps(events)] == [(0, 172 - 22)]
     assert plaintext(events) == (b"", rfc8448.APPLICATION_DATA)
-    assert tls.gap(0, 5, 4.0) == [] and tls.feed(0, TRACE[4][1], 5.0) == []
+    assert [e.direction for e in events if isinstance(e, TlsAlert)] == [0, 1]
+
+
+def test_gap_in_the_handshake_stops_the_direction() -> None:
+    tls = TlsConnection(keylog(), location="c1")
+    events = tls.feed(0, TRACE[0][1], 1.0)
+    events += tls.gap(1, 100, 2.0)  # the ServerHello is lost: the suite is unknown
+    (diag,) = diagnostics(events)
+    assert diag.code == "tls.gap" and "100 bytes" in diag.message
+    assert "the ServerHello was not read" in diag.message
+    assert tls.gap(1, 5, 4.0) == [] and tls.feed(1, TRACE[1][1], 5.0) == []
 
 
 def test_garbage_stops_one_direction() -> None:

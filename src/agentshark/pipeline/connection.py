@@ -26,7 +26,7 @@ from agentshark.http.sniff import SNIFF_BYTES, sniff
 from agentshark.model import Exchange
 from agentshark.net.events import Connection, format_endpoint
 from agentshark.pipeline.reports import ConnectionReport
-from agentshark.tls.events import TlsPlaintext
+from agentshark.tls.events import TlsGap, TlsPlaintext
 from agentshark.tls.keylog import KeyLog
 from agentshark.tls.session import TlsConnection
 
@@ -316,7 +316,7 @@ class ConnectionAnalyzer:
             if self._outer.protocol == "tls" and self._tls is None:
                 out.extend(self._start_tls())
             return out
-        return self._plaintext(tls.feed(direction, data, ts))
+        return self._plaintext(tls.feed(direction, data, ts, acked))
 
     def gap(self, direction: int, size: int, ts: float) -> list[Exchange]:
         if self._tls is None:
@@ -324,10 +324,7 @@ class ConnectionAnalyzer:
             if self._outer.protocol == "tls" and self._tls is None:
                 out.extend(self._start_tls())
             return out
-        out = self._plaintext(self._tls.gap(direction, size, ts))
-        if self._inner is not None:  # decryption of this direction stops here
-            out.extend(self._inner.end(direction, ts, clean=False))
-        return out
+        return self._plaintext(self._tls.gap(direction, size, ts))
 
     def end(self, direction: int, ts: float, *, clean: bool) -> list[Exchange]:
         if self._tls is None:
@@ -360,22 +357,32 @@ class ConnectionAnalyzer:
         return replay(self, self._outer.held())
 
     def _plaintext(self, events: Sequence[object]) -> list[Exchange]:
+        """TLS events -> the inner cleartext layer: plaintext (with its acknowledgment,
+        in plaintext offsets), gaps of lost plaintext, diagnostics."""
         out: list[Exchange] = []
         for ev in events:
-            if isinstance(ev, TlsPlaintext):
-                inner = self._inner
-                if inner is None:
-                    assert self._tls is not None
-                    inner = self._inner = _Plain(
-                        self._https_assembler,
-                        swap_allowed=False,
-                        tls_allowed=False,
-                        alpn=self._tls.info.alpn,
-                    )
-                out.extend(inner.data(ev.direction, ev.data, ev.ts))
+            if type(ev) is TlsPlaintext:
+                inner = self._inner or self._start_inner()
+                out.extend(inner.data(ev.direction, ev.data, ev.ts, ev.acked))
+            elif isinstance(ev, TlsGap):
+                lost = self._inner
+                if lost is None and self._tls is not None and self._tls.info.alpn:
+                    lost = self._start_inner()  # the protocol is known: the gap is its
+                if lost is not None:
+                    out.extend(lost.gap(ev.direction, ev.size, ev.ts))
             elif isinstance(ev, Diagnostic):
                 self._conn.diagnostics.append(ev)
         return out
+
+    def _start_inner(self) -> _Plain:
+        assert self._tls is not None
+        inner = self._inner = _Plain(
+            self._https_assembler,
+            swap_allowed=False,
+            tls_allowed=False,
+            alpn=self._tls.info.alpn,
+        )
+        return inner
 
     # -- the report -----------------------------------------------------------------------
 

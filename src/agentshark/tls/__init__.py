@@ -6,7 +6,8 @@ filled from SSLKEYLOGFILE text (RFC 9850) read by ``sources.keylog`` or carried 
 Decryption Secrets Blocks.
 
 Output: :class:`TlsPlaintext` (decrypted application data, per direction, in order),
-:class:`TlsAlert` and ``Diagnostic`` events, and a :class:`TlsInfo` per connection
+:class:`TlsGap` (plaintext lost to a capture gap), :class:`TlsAlert` and ``Diagnostic``
+events, and a :class:`TlsInfo` per connection
 (version, cipher suite, SNI, ALPN offered and selected, resumption, 0-RTT, HelloRetryRequest,
 KeyUpdates, record counts). Key material never leaves this package.
 
@@ -18,13 +19,23 @@ Modules, in the order data flows::
     keyschedule   secrets -> traffic keys and IVs (HKDF-Expand-Label, the TLS 1.2 PRF)
     direction     the state of one direction: mode, framing, current keys
     early         0-RTT data held until the server is known to have read it
-    session       TlsConnection: the state machine that ties them together
+    resync        after a gap: the next record boundary and sequence number, proven by the tag
+    session       TlsConnection: the state machine that ties them together, with its parts
+                  lost (gaps) and zero_rtt (early data) as mixins typed by host
     events, info, diagnostics   what comes out: events, TlsInfo, the diagnostic catalogue
 """
 
-from agentshark.tls.events import TlsAlert, TlsEvent, TlsPlaintext
+from agentshark.tls.events import TlsAlert, TlsEvent, TlsGap, TlsPlaintext
 from agentshark.tls.info import TlsInfo
 from agentshark.tls.keylog import KeyLog
 from agentshark.tls.session import TlsConnection
 
-__all__ = ["KeyLog", "TlsAlert", "TlsConnection", "TlsEvent", "TlsInfo", "TlsPlaintext"]
+__all__ = [
+    "KeyLog",
+    "TlsAlert",
+    "TlsConnection",
+    "TlsEvent",
+    "TlsGap",
+    "TlsInfo",
+    "TlsPlaintext",
+]

@@ -52,8 +52,35 @@ CATALOGUE: dict[str, tuple[Severity, str]] = {
     ),
     "tls.gap": (
         "warning",
-        "{size} bytes of the {who}'s stream were not captured: TLS records cannot be found "
-        "again after a gap, so " + _ONE_WAY,
+        "{size} bytes of the {who}'s stream were not captured during the handshake, before "
+        "its records could be proven by their keys{what}: its records cannot be found again, "
+        "so " + _ONE_WAY,
+    ),
+    "tls.resynced": (
+        "warning",
+        "{gap} bytes of the {who}'s stream were not captured: {records} lost "
+        "({lost} bytes of ciphertext{searched}), holding {size} bytes of plaintext; "
+        "decryption resumed at TCP offset {offset} with record sequence number {seq}{keys}",
+    ),
+    "tls.gap_unresolved": (
+        "warning",
+        "{gap} bytes of the {who}'s stream were not captured, and the stream ended {after} "
+        "before a record after them decrypted: up to {size} bytes of plaintext are lost",
+    ),
+    "tls.resync_failed": (
+        "warning",
+        "{gap} bytes of the {who}'s stream were not captured, and {why} under the sequence "
+        "numbers that fit (up to {size} bytes of plaintext lost so far): " + _ONE_WAY,
+    ),
+    "tls.handshake_cut": (
+        "warning",
+        "a handshake message of the {who}'s stream was cut by a capture gap: the handshake "
+        "messages that follow it in the same records are not read",
+    ),
+    "tls.finished_unseen": (
+        "info",
+        "the {who}'s Finished was lost to a capture gap: its records decrypt under its "
+        "application traffic keys from here on",
     ),
     "tls.bad_record": (
         "warning",

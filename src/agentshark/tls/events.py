@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from agentshark.errors import Diagnostic
 
-__all__ = ["ALERT_NAMES", "TlsAlert", "TlsEvent", "TlsPlaintext", "alert_name"]
+__all__ = ["ALERT_NAMES", "TlsAlert", "TlsEvent", "TlsGap", "TlsPlaintext", "alert_name"]
 
 
 @dataclass(slots=True)
@@ -22,10 +22,32 @@ class TlsPlaintext:
     frozen dataclass's ``__init__`` costs twice as much. Treat it as immutable all the same.
     Not keyword-only either, for the same reason: the per-record path builds it with
     positional arguments, which bind in half the time.
+
+    ``acked`` is the acknowledgment the TCP data carried, translated into the OTHER
+    direction's plaintext offsets: the plaintext bytes of the peer's records that lie wholly
+    below the acknowledged TCP offset (lost plaintext, see :class:`TlsGap`, counted at its
+    reported size), or -1 when unknown (no ACK, or one that falls in bytes not decrypted).
     """
 
     direction: int
     data: bytes
+    ts: float
+    acked: int = -1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TlsGap:
+    """``size`` plaintext bytes of ``direction`` were lost to a capture gap.
+
+    Plaintext (if any) resumes after them, at the plaintext offset those bytes reach. The size
+    is exact when the record layer allows it (TLS 1.2: the lost ciphertext less the overhead of
+    the records skipped, counted by the jump of the sequence number); otherwise it is an upper
+    bound (TLS 1.3 may pad records, RFC 8446 §5.4; a key change inside the gap), and the
+    diagnostic that comes with it says which.
+    """
+
+    direction: int
+    size: int
     ts: float
 
 
@@ -48,7 +70,7 @@ class TlsAlert:
         return alert_name(self.description)
 
 
-TlsEvent = TlsPlaintext | TlsAlert | Diagnostic
+TlsEvent = TlsPlaintext | TlsGap | TlsAlert | Diagnostic
 
 # AlertDescription values (RFC 8446 §6, RFC 5246 §7.2, RFC 7301 §3.2).
 ALERT_NAMES = {

@@ -30,7 +30,6 @@ from agentshark.errors import Severity
 from agentshark.tls import handshake as hs
 from agentshark.tls.diagnostics import diagnostic
 from agentshark.tls.direction import Direction, Mode
-from agentshark.tls.early import MAX_EARLY_BYTES, MAX_EARLY_SKIPPED
 from agentshark.tls.events import TlsAlert, TlsEvent, TlsPlaintext
 from agentshark.tls.info import TlsInfo, version_name
 from agentshark.tls.keylog import TLS12_LABEL, KeyLog
@@ -41,6 +40,7 @@ from agentshark.tls.keyschedule import (
     suite_name,
     tls12_key_block,
 )
+from agentshark.tls.lost import GapRecovery
 from agentshark.tls.records import (
     ALERT,
     APPLICATION_DATA,
@@ -48,9 +48,12 @@ from agentshark.tls.records import (
     HANDSHAKE,
     HEARTBEAT,
     DecryptError,
+    RecordReader,
     Tls12Protection,
     Tls13Protection,
 )
+from agentshark.tls.resync import Resync, smallest_record
+from agentshark.tls.zero_rtt import ZeroRtt
 
 __all__ = ["TlsConnection"]
 
@@ -59,19 +62,33 @@ _DECRYPT = Mode.DECRYPT  # a module global is read faster than an enum attribute
 Out = list[TlsEvent]
 
 
-class TlsConnection:
+class TlsConnection(GapRecovery, ZeroRtt):
     """Decrypts one TLS connection observed from outside (sans-I/O).
 
     ``location`` prefixes diagnostic locations (a capture name and connection id).
     ``feed``, ``gap`` and ``end`` take one direction's TCP events in order (0 client ->
     server, 1 server -> client) and return :data:`~agentshark.tls.events.TlsEvent` values;
+    ``feed``'s ``acked`` is the acknowledgment the data's TCP segment carried, in the other
+    direction's TCP offsets (-1 for none), given back translated in ``TlsPlaintext.acked``.
+    After a gap, decryption resumes at the first record whose tag verifies (``tls.resync``);
+    a :class:`~agentshark.tls.events.TlsGap` says how much plaintext was lost.
     ``info`` tells what the handshake said, and is complete (ALPN included) by the time the
     first plaintext is returned. Nothing raises: bytes that are not TLS, records that do not
     decrypt and missing keys are diagnostics, and records are still counted where they can
     be framed.
     """
 
-    __slots__ = ("_ch", "_dirs", "_keylog", "_location", "_noted", "_sh", "_suite", "info")
+    __slots__ = (
+        "_acked",
+        "_ch",
+        "_dirs",
+        "_keylog",
+        "_location",
+        "_noted",
+        "_sh",
+        "_suite",
+        "info",
+    )
 
     def __init__(self, keylog: KeyLog, *, location: str = "") -> None:
         self._keylog = keylog
@@ -82,14 +99,20 @@ class TlsConnection:
         self._sh: hs.ServerHello | None = None
         self._suite: CipherSuite | None = None  # set while the connection can be decrypted
         self._noted: set[str] = set()
+        self._acked = -1  # the translated acknowledgment of the data being fed
 
     def __repr__(self) -> str:
         return f"TlsConnection({self._location!r}, {self.info.version}, {self.info.cipher_suite})"
 
     # -- TCP events -------------------------------------------------------------------------
 
-    def feed(self, direction: int, data: bytes, ts: float) -> list[TlsEvent]:
+    def feed(self, direction: int, data: bytes, ts: float, acked: int = -1) -> list[TlsEvent]:
         d = self._dirs[direction]
+        if acked >= 0:
+            acked = self._dirs[1 - direction].translate(acked)
+        if d.resync is not None:
+            self._acked = acked
+            return self._resync(d, data, ts)
         reader = d.reader
         records = reader.feed(data)
         if not records:
@@ -97,61 +120,99 @@ class TlsConnection:
         if len(records) == 1 and d.mode is _DECRYPT and reader.error is None:
             rec = records[0]
             if rec[0] == APPLICATION_DATA:
-                return self._one_record(d, rec, ts)
+                return self._one_record(d, rec, ts, acked)
+        self._acked = acked
         out: Out = []
         chunks: list[bytes] = []  # consecutive application data, joined into one event
         counts = self.info.records
+        end = d.rec_end  # the TCP offset of each record's end
         for rec in records:
             counts[direction] += 1
+            end += len(rec)
             if d.mode is _DECRYPT and rec[0] == APPLICATION_DATA:  # the hot path
                 try:
                     ctype, content = d.open(rec)
                 except DecryptError:
                     self._flush(direction, chunks, ts, out)
-                    self._failed(d, out)
+                    d.rec_end = end
+                    if not self._finished_unseen(d, rec, ts, out):
+                        self._failed(d, out)
                     continue
                 if ctype == APPLICATION_DATA:
                     if content:
                         chunks.append(content)
+                        before = d.plain
+                        d.plain = plain = before + len(content)
+                        d.marks.append((end, before, plain))
                     continue
                 self._flush(direction, chunks, ts, out)
+                d.rec_end = end
                 self._content(d, ctype, content, ts, out)
             else:
                 self._flush(direction, chunks, ts, out)
+                d.rec_end = end
                 _RECORD_HANDLERS[d.mode](self, d, rec, ts, out)
+        d.rec_end = end
         self._flush(direction, chunks, ts, out)
         if reader.error is not None:
             out += self._lost(d)
         return out
 
-    def _one_record(self, d: Direction, rec: bytes, ts: float) -> list[TlsEvent]:
+    def _one_record(self, d: Direction, rec: bytes, ts: float, acked: int) -> list[TlsEvent]:
         """``feed`` for the usual segment: it completes one protected application data
         record. Does what the loop in ``feed`` does for it, without the loop's list of
         chunks and flushes (most records of a bulk transfer come one per segment)."""
         info = self.info
         info.records[d.index] += 1
-        out: Out = []
+        end = d.rec_end = d.rec_end + len(rec)
         try:
             ctype, content = d.open(rec)
         except DecryptError:
-            self._failed(d, out)
-            return out
+            ctype, content = -1, b""
         if ctype == APPLICATION_DATA:
             if content:
                 info.decrypted = True
-                return [TlsPlaintext(d.index, content, ts)]  # positional: see TlsPlaintext
-            return out
-        self._content(d, ctype, content, ts, out)
+                before = d.plain
+                d.plain = plain = before + len(content)
+                d.marks.append((end, before, plain))
+                return [TlsPlaintext(d.index, content, ts, acked)]  # positional: see it
+            return []
+        out: Out = []
+        self._acked = acked  # for the plaintext _content may report
+        if ctype < 0:
+            if not self._finished_unseen(d, rec, ts, out):
+                self._failed(d, out)
+        else:
+            self._content(d, ctype, content, ts, out)
         return out
 
     def gap(self, direction: int, size: int, ts: float) -> list[TlsEvent]:
-        """``size`` bytes were never captured: this direction is not read any further."""
+        """``size`` bytes were never captured: look for the records after them (``resync``).
+
+        During the handshake, before keys prove records, the direction is not read further.
+        """
         d = self._dirs[direction]
         out: Out = []
+        resync = d.resync
+        if resync is not None:
+            resync.gap(size)
+            return out
         if d.mode is Mode.EARLY:
             self._early_unconfirmed(d, out)
+        keys = self._resync_keys(d)
+        if keys:
+            suite = keys[0].protection.suite
+            smallest = smallest_record(suite.tls13, suite.aead == "CHACHA20-POLY1305")
+            buffered = d.reader.buffered
+            d.lose(d.rec_end + 1)
+            d.resync = Resync(
+                keys, tls13=suite.tls13, smallest=smallest, lost=buffered + size, gap=size
+            )
+            d.reader = RecordReader()
+            return out
         if d.mode not in (Mode.OPAQUE, Mode.LOST):
-            self._note(out, d, "tls.gap", per_direction=True, size=size)
+            what = self._handshake_lost(d)
+            self._note(out, d, "tls.gap", per_direction=True, size=size, what=what)
         d.stop()
         return out
 
@@ -159,6 +220,20 @@ class TlsConnection:
         """No more bytes come in this direction."""
         d = self._dirs[direction]
         out: Out = []
+        resync = d.resync
+        if resync is not None:
+            size = self._unresolved(d, resync, ts, out)
+            later = resync.searched + resync.buffered
+            after = f"{later} bytes later" if later else "right after"
+            self._note(
+                out,
+                d,
+                "tls.gap_unresolved",
+                every=True,
+                gap=resync.gap_bytes,
+                after=after,
+                size=size,
+            )
         if d.mode is Mode.EARLY:
             self._early_unconfirmed(d, out)
         if d.mode is not Mode.LOST and d.reader.buffered:
@@ -212,7 +287,8 @@ class TlsConnection:
             try:
                 ctype, content = d.open(rec)
             except DecryptError:
-                self._failed(d, out)
+                if not self._finished_unseen(d, rec, ts, out):
+                    self._failed(d, out)
                 return
             self._content(d, ctype, content, ts, out)
 
@@ -225,7 +301,10 @@ class TlsConnection:
         self.info.decrypted = True
         if ctype == APPLICATION_DATA:
             if content:
-                out.append(TlsPlaintext(direction=d.index, data=content, ts=ts))
+                before = d.plain
+                d.plain = plain = before + len(content)
+                d.marks.append((d.rec_end, before, plain))
+                out.append(TlsPlaintext(d.index, content, ts, self._acked))
         elif ctype == HANDSHAKE:
             self._handshake(d, content, ts, out)
         elif ctype == ALERT:
@@ -250,9 +329,12 @@ class TlsConnection:
             for msg_type, body in d.handshakes.feed(fragment):
                 self._message(d, msg_type, body, out)
         except hs.HandshakeError as exc:
+            d.handshakes = hs.HandshakeReader()
+            if d.resumed:  # a message cut by a gap: its rest is not a message
+                self._note(out, d, "tls.handshake_cut", per_direction=True)
+                return
             self._note(out, d, "tls.malformed_handshake", why=exc)
             self._set_opaque()
-            d.handshakes = hs.HandshakeReader()
 
     def _message(self, d: Direction, msg_type: int, body: bytes, out: Out) -> None:
         client = d.index == 0
@@ -293,6 +375,7 @@ class TlsConnection:
         info.alpn_offered = list(ch.alpn)
         if ch.early_data and TLS13 in ch.versions and d.mode is Mode.PLAIN:
             d.mode = Mode.EARLY
+            d.untrack()
         elif d.mode is Mode.EARLY:
             d.mode = Mode.PLAIN
 
@@ -427,87 +510,12 @@ class TlsConnection:
                 d.use(None, d.stage)
                 d.early.clear()
 
-    # -- 0-RTT ------------------------------------------------------------------------------
-
-    def _early_record(self, d: Direction, rec: bytes, ts: float, out: Out) -> None:
-        """A client record while it may still send early data: try the keys it may use."""
-        early = d.early
-        if self._suite is None:  # the ServerHello has not named the suite yet
-            if not early.hold_raw(rec, ts):
-                self._note(out, d, "tls.early_data_overflow", size=MAX_EARLY_BYTES)
-                d.use(None, 0)
-                early.clear()
-            return
-        for keys in (early.keys, d.protection):
-            if keys is None:
-                continue
-            try:
-                ctype, content = keys.open(rec)
-            except DecryptError:
-                continue
-            if keys is d.protection:  # the first record under the handshake keys
-                self._early_end(d, out)
-                self._content(d, ctype, content, ts, out)
-            elif ctype == APPLICATION_DATA:
-                self.info.decrypted = True
-                event = early.plaintext(content, ts)
-                if event is not None:
-                    out.append(event)
-            else:
-                self._content(d, ctype, content, ts, out)  # EndOfEarlyData, an alert
-            return
-        early.skipped += 1
-        if early.skipped > MAX_EARLY_SKIPPED:
-            self._failed(d, out)
-
-    def _early_end(self, d: Direction, out: Out, *, end_of_early_data: bool = False) -> None:
-        """The client's early data is over: say what became of it, go on with handshake keys.
-
-        It ends with EndOfEarlyData (the server accepted it, RFC 8446 §4.5), with a record
-        under the handshake keys (the server rejected it: accepted data would have been
-        followed by EndOfEarlyData under the early keys), or with a second ClientHello.
-        """
-        early = d.early
-        if end_of_early_data:
-            early.accepted = self.info.early_data = True
-            out += early.release()
-        elif early.accepted is None and early.keys is not None:
-            early.reject()
-        if early.dropped:
-            self._note(out, d, "tls.early_data_rejected", count=early.dropped)
-        if early.skipped:
-            why = " (the key log has no CLIENT_EARLY_TRAFFIC_SECRET)" if early.keys is None else ""
-            fate = "the server accepted them" if early.accepted else "the server did not read them"
-            severity: Severity = "warning" if early.accepted else "info"
-            self._note(
-                out,
-                d,
-                "tls.early_data_skipped",
-                severity=severity,
-                count=early.skipped,
-                why=why,
-                fate=fate,
-            )
-        early.clear()
-        early.dropped = early.skipped = 0
-        if d.protection is not None:
-            d.use(d.protection, 1)
-        else:
-            d.mode = Mode.PLAIN
-
-    def _early_unconfirmed(self, d: Direction, out: Out) -> None:
-        """The stream stops during early data: report what decrypted, with a caveat."""
-        if d.early.held and d.early.accepted is None:
-            self._note(out, d, "tls.early_data_unconfirmed", count=len(d.early.held))
-            out += d.early.release()
-        self._early_end(d, out)
-
     # -- reporting --------------------------------------------------------------------------
 
     def _flush(self, direction: int, chunks: list[bytes], ts: float, out: Out) -> None:
         if chunks:
             data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-            out.append(TlsPlaintext(direction=direction, data=data, ts=ts))
+            out.append(TlsPlaintext(direction, data, ts, self._acked))
             chunks.clear()
             self.info.decrypted = True
 
@@ -527,15 +535,18 @@ class TlsConnection:
         code: str,
         *,
         per_direction: bool = False,
+        every: bool = False,
         severity: Severity | None = None,
         **fields: object,
     ) -> None:
-        """Append the diagnostic ``code``: at most once per connection (or direction)."""
-        key = code.partition("/")[0]
-        key = f"{key}/{d.index}" if per_direction else key
-        if key in self._noted:
-            return
-        self._noted.add(key)
+        """Append the diagnostic ``code``: at most once per connection (or direction), or
+        ``every`` time (one per gap)."""
+        if not every:
+            key = code.partition("/")[0]
+            key = f"{key}/{d.index}" if per_direction else key
+            if key in self._noted:
+                return
+            self._noted.add(key)
         where = f"{d.who} record {self.info.records[d.index]}"
         location = f"{self._location} {where}" if self._location else where
         out.append(diagnostic(code, location, severity=severity, who=d.who, **fields))

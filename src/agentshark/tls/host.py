@@ -1,0 +1,59 @@
+"""What the parts of :class:`~agentshark.tls.session.TlsConnection` kept in other modules
+(``lost``: gaps; ``zero_rtt``: early data) may use of the connection.
+
+They are mixins of TlsConnection; :class:`Host` is the self type their methods declare, so
+that the type checker holds them to what the connection really has.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from agentshark.errors import Severity
+from agentshark.tls import handshake as hs
+from agentshark.tls.direction import Direction
+from agentshark.tls.events import TlsEvent
+from agentshark.tls.info import TlsInfo
+from agentshark.tls.keylog import KeyLog
+from agentshark.tls.keyschedule import CipherSuite
+from agentshark.tls.records import Tls13Protection
+from agentshark.tls.resync import Resumed, Resync
+
+__all__ = ["Host", "Out"]
+
+Out = list[TlsEvent]
+
+
+class Host(Protocol):
+    info: TlsInfo
+    _keylog: KeyLog
+    _ch: hs.ClientHello | None
+    _sh: hs.ServerHello | None
+    _suite: CipherSuite | None
+    _acked: int
+
+    def feed(self, direction: int, data: bytes, ts: float, acked: int = -1) -> list[TlsEvent]: ...
+
+    def _content(self, d: Direction, ctype: int, content: bytes, ts: float, out: Out) -> None: ...
+
+    def _failed(self, d: Direction, out: Out) -> None: ...
+
+    def _protection13_quiet(self, label: str) -> Tls13Protection | None: ...
+
+    def _early_end(self, d: Direction, out: Out, *, end_of_early_data: bool = False) -> None: ...
+
+    def _resumed(self, d: Direction, found: Resumed, gap: int, ts: float, out: Out) -> None: ...
+
+    def _unresolved(self, d: Direction, resync: Resync, ts: float, out: Out) -> int: ...
+
+    def _note(
+        self,
+        out: Out,
+        d: Direction,
+        code: str,
+        *,
+        per_direction: bool = False,
+        every: bool = False,
+        severity: Severity | None = None,
+        **fields: object,
+    ) -> None: ...
