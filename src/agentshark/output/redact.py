@@ -282,7 +282,61 @@ def redactor(enabled: bool) -> Redactor:
     return REDACTION if enabled else NO_REDACTION
 
 
+# Every match of _TEXT holds one of these, lower-cased (a superset: "asia" also passes):
+# plain substring searches run at memory speed, the regex does not.
+_TRIGGERS = (
+    *("sk-", "sk_", "rk_", "aiza", "akia", "asia", "xox", "eyj", "github_pat_", "ghp_"),
+    *("gho_", "ghu_", "ghs_", "ghr_", "key", "token", "secret", "passw", "pwd", "auth"),
+    *("credential", "cookie", "signature", "bearer", "basic", "digest", "sig="),
+)
+_TRIGGER = re.compile("|".join(map(re.escape, _TRIGGERS)))
+_SHORT = 512  # shorter strings: one search of the lower-cased text; longer: substrings
+_BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
+_BLOB = 256  # a string this long made only of standard base64 is data (an image), not text
+
+
+def _maybe_secret(text: str) -> bool:
+    """Whether ``text`` can hold anything :data:`_TEXT` finds. Long standard-base64 strings
+    and ``data:…;base64,`` URIs (inline images and files) cannot hold a token shape (those
+    need ``-``/``_``, or are too rare by chance to matter) and are not decoded: no."""
+    if len(text) < _SHORT:
+        return _TRIGGER.search(text.lower()) is not None
+    start = 0
+    if text.startswith("data:"):
+        comma = text.find(",", 0, 256)
+        start = comma + 1 if comma > 0 and text.endswith(";base64", 0, comma) else 0
+    if _BASE64.fullmatch(text, start):
+        return False
+    low = text.lower()
+    return any(t in low for t in _TRIGGERS)
+
+
+# Calls replay their history: the same long texts come again and again. Their redaction is
+# kept (by value) in a small cache, emptied when it holds too much text.
+_CACHE: dict[str, str] = {}
+_CACHE_MIN = 256
+_CACHE_CHARS = 8 << 20
+_cached_chars = 0
+
+
 def _redact_string(text: str) -> str:
+    global _cached_chars
+    if not _maybe_secret(text):
+        return text
+    if len(text) < _CACHE_MIN:
+        return _redact_found(text)
+    hit = _CACHE.get(text)
+    if hit is None:
+        hit = _redact_found(text)
+        if _cached_chars + len(text) > _CACHE_CHARS:
+            _CACHE.clear()
+            _cached_chars = 0
+        _CACHE[text] = hit
+        _cached_chars += len(text)
+    return hit
+
+
+def _redact_found(text: str) -> str:
     out = _TEXT.sub(_replace, text)
     first = text[:64].lstrip()[:1]
     if first in ("{", "[") and _JSONISH.search(text) is not None:
