@@ -98,7 +98,8 @@ _STEMS = (
 )
 _NAME_STEM = re.compile(_STEMS)
 _NAME_NOT = re.compile(
-    r"tokens|tokeniz|token_?(?:count|type|usage|limit|index|ids?|logprob|budget)|progress_?token|"
+    r"tokens|tokeniz|token_?(?:count|type|usage|limit|index|ids?|logprob|budget)|per_token|"
+    r"progress_?token|"
     r"^access_control_|"
     r"_(?:type|method|scheme|mode|url|uri|endpoint|required|enabled|expires(?:_in|_at)?|expiry|"
     r"ttl|length|count|name|kind|provider|header|policy|source|path|file)$"
@@ -213,12 +214,14 @@ def _replace(m: re.Match[str]) -> str:
         return m.group("jkey") + _value_mark(value) + '"'
     if m.group("lval") is not None:
         value = m.group("lval")
+        if value.startswith("["):  # a mark (maybe cut by a column): already redacted
+            return m.group()
         if not (_looks_random(value) or _SHAPE.fullmatch(value)):
             return m.group("label") + _TEXT.sub(_replace, value)
         return m.group("label") + _value_mark(value)
     assert kind == "qval"
     value = m.group("qval")
-    if value.startswith(REDACTED):
+    if value.startswith("["):  # a mark (maybe cut by a column): already redacted
         return m.group()
     shown = _value_mark(value) if _is_secret_param(m.group("qname")) else _TEXT.sub(_replace, value)
     return f"{m.group('qsep')}{m.group('qname')}={shown}"
