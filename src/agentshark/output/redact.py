@@ -314,28 +314,25 @@ def _maybe_secret(text: str) -> bool:
     return any(t in low for t in _TRIGGERS)
 
 
-# Calls replay their history: the same long texts come again and again. Their redaction is
-# kept (by value) in a small cache, emptied when it holds too much text.
+# Reports repeat themselves (calls replay their history; roles, types, models, header values
+# come again and again): a string's redaction is kept by value in a cache, emptied when it
+# holds too much text. A hit costs a dict lookup; the check it saves costs microseconds.
 _CACHE: dict[str, str] = {}
-_CACHE_MIN = 256
-_CACHE_CHARS = 8 << 20
+_CACHE_CHARS = 16 << 20
 _cached_chars = 0
 
 
 def _redact_string(text: str) -> str:
     global _cached_chars
-    if not _maybe_secret(text):
-        return text
-    if len(text) < _CACHE_MIN:
-        return _redact_found(text)
     hit = _CACHE.get(text)
-    if hit is None:
-        hit = _redact_found(text)
-        if _cached_chars + len(text) > _CACHE_CHARS:
-            _CACHE.clear()
-            _cached_chars = 0
-        _CACHE[text] = hit
-        _cached_chars += len(text)
+    if hit is not None:
+        return hit
+    hit = _redact_found(text) if _maybe_secret(text) else text
+    if _cached_chars + len(text) > _CACHE_CHARS:
+        _CACHE.clear()
+        _cached_chars = 0
+    _CACHE[text] = hit
+    _cached_chars += len(text) + 64  # + 64: an entry's own cost, so short strings count too
     return hit
 
 
@@ -370,30 +367,45 @@ def _walk(value: Any) -> Any:
     if t is dict:
         return _walk_dict(value)
     if t is list or t is tuple:
-        if len(value) == 2 and type(value[0]) is str and type(value[1]) is str:
-            name = value[0]  # a header-like pair
-            if is_secret_name(name):
-                return [name, _header_value(name, value[1])]
-            return [_walk(name), _walk(value[1])]
-        return [_walk(v) for v in value]
+        return _walk_list(value)
     return value
+
+
+def _walk_list(value: list[Any] | tuple[Any, ...]) -> list[Any]:
+    if len(value) == 2 and type(value[0]) is str and type(value[1]) is str:
+        name = value[0]  # a header-like pair
+        if is_secret_name(name):
+            return [name, _header_value(name, value[1])]
+        return [_walk(name), _walk(value[1])]
+    return [_walk(v) for v in value]
+
+
+_KEYS: dict[object, bool] = {}  # JSON key -> a credential's name? (the classifier's cache)
 
 
 def _walk_dict(d: dict[Any, Any]) -> dict[Any, Any]:
     out: dict[Any, Any] = {}
-    pair_name = d.get("name", d.get("key"))
-    pair_secret = type(pair_name) is str and "value" in d and is_secret_name(pair_name)
+    pair_name = (d.get("name", d.get("key"))) if "value" in d else None
+    pair_secret = type(pair_name) is str and is_secret_name(pair_name)
     logprob = "logprob" in d
     for k, v in d.items():
         t = type(v)
         if t is not str and t is not dict and t is not list:
-            out[k] = v
-        elif type(k) is str and (
-            (_is_secret_key(k) and not (logprob and k == "token")) or (pair_secret and k == "value")
-        ):
+            out[k] = v  # numbers, booleans and null are never secrets
+            continue
+        secret = _KEYS.get(k)
+        if secret is None:
+            secret = type(k) is str and _is_secret_key(k)
+            if len(_KEYS) < 1 << 16:
+                _KEYS[k] = secret
+        if (secret and not (logprob and k == "token")) or (pair_secret and k == "value"):
             out[k] = _all_secret(v, k if k != "value" else str(pair_name))
+        elif t is str:
+            out[k] = _redact_string(v) if len(v) >= _MIN_SECRET else v
+        elif t is dict:
+            out[k] = _walk_dict(v)
         else:
-            out[k] = _walk(v)
+            out[k] = _walk_list(v)
     return out
 
 
