@@ -18,9 +18,10 @@ of a connection, so over HTTP/2 it becomes an HPACK dynamic-table reference; the
 never indexes ``Authorization``), ``Cookie`` and ``Set-Cookie``, URL parameters (``?key=``,
 ``?access_token=``), request JSON fields at depth (``api_key``, ``metadata.auth.client_secret``),
 message text, OpenAI chat tool-call arguments (and their replay in the next request), a tool
-result, a streamed Anthropic reply, a 401 error body echoing the key, MCP ``tools/call``
-arguments ``password``/``api_key``/``github_token``, MCP results (text and structured), A2A
-text and data parts and artifacts.
+result, a streamed Anthropic reply (7 characters a delta, so each secret spans several
+events), a 401 error body echoing the key, MCP ``tools/call`` arguments ``password``/
+``api_key``/``github_token``, MCP results (text and structured), A2A text and data parts and
+artifacts.
 
 Cases and outputs (``tests/data/secrets/``):
 
@@ -172,13 +173,10 @@ def _chat(req: dict[str, Any], auth: str, s: dict[str, str]) -> Any:
 
 
 def _anthropic_events(s: dict[str, str]) -> list[bytes]:
-    text = [
-        "Here is the key you stored: ",
-        s["stream_aws_key"],
-        " and the session token ",
-        s["stream_jwt"],
-        ". Keep them safe.",
-    ]
+    # As a model streams: a few characters a delta, so each secret spans several events.
+    reply = f"Here is the key you stored: {s['stream_aws_key']} and the session token "
+    reply += f"{s['stream_jwt']}. Keep them safe."
+    text = [reply[i : i + 7] for i in range(0, len(reply), 7)]
     events: list[tuple[str, dict[str, Any]]] = [
         (
             "message_start",

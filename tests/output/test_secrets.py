@@ -57,21 +57,35 @@ COMMANDS = (
 FORMATS = ("text", "json")
 
 
-def needles(secret: str) -> list[str]:
+# Streamed 7 characters a delta: each event holds a piece of them, so every 7 characters of
+# their random part are looked for.
+STREAMED = frozenset({"stream_aws_key", "stream_jwt"})
+_STREAM_PIECE = 7
+
+
+def needles(secret: str, *, streamed: bool = False) -> list[str]:
     """The secret and its distinctive pieces: what follows a known prefix, its first and
-    last 10 characters; of a JWT its claims and signature (the header is common)."""
+    last 10 characters; of a JWT its claims and signature (the header is common); of a
+    streamed secret also every run of 7 characters of its random part (a JWT's signature)."""
     if secret.count(".") == 2 and secret.startswith("eyJ"):
         _, body, signature = secret.split(".")
-        return [secret, body, signature, signature[:10], signature[-10:]]
-    tail = next((secret[len(p) :] for p in _PREFIXES if secret.startswith(p)), secret)
-    return sorted({secret, tail, tail[:10], tail[-10:]})
+        parts = [signature]  # the claims' JSON around the random values is common
+        found = {secret, body, signature, signature[:10], signature[-10:]}
+    else:
+        tail = next((secret[len(p) :] for p in _PREFIXES if secret.startswith(p)), secret)
+        parts = [tail]
+        found = {secret, tail, tail[:10], tail[-10:]}
+    if streamed:
+        n = _STREAM_PIECE
+        found |= {p[i : i + n] for p in parts for i in range(len(p) - n + 1)}
+    return sorted(found)
 
 
 def leaks(text: str, secrets: dict[str, str] = SECRETS) -> list[str]:
     return [
         f"{name}: {needle!r}"
         for name, secret in secrets.items()
-        for needle in needles(secret)
+        for needle in needles(secret, streamed=name in STREAMED)
         if needle in text
     ]
 
@@ -108,6 +122,8 @@ def test_the_corpus_plants_distinct_random_secrets() -> None:
     assert len(SECRETS) >= 25
     pieces = [n for s in SECRETS.values() for n in needles(s)]
     assert all(len(p) >= 10 for p in pieces)
+    streamed = [n for name in STREAMED for n in needles(SECRETS[name], streamed=True)]
+    assert min(map(len, streamed)) == _STREAM_PIECE
     # the pieces of one secret never stand for another one
     for name, secret in SECRETS.items():
         others = {k: v for k, v in SECRETS.items() if k != name and k != "basic_credentials"}

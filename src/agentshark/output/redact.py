@@ -66,9 +66,10 @@ dictionary attack, so it gets no digest: ``[REDACTED 8+]``. The digest key is
 ``AGENTSHARK_REDACT_KEY`` from the environment when set (digests then cannot be checked by
 someone without it), else a fixed one.
 
-**Limits.** A stream event (``--events``) is redacted on its own: a secret the server split
-across several deltas is redacted in the call's joined text, but its fragments in the events
-are not recognizable. Values in bodies are never decoded here: the report holds no body bytes.
+**Streams.** A secret a server split across the deltas of several stream events (``--events``)
+is found by reading the events' delta strings joined (:mod:`agentshark.output.redact_stream`);
+a call's joined text is redacted as any string is. Base64 payloads (inline images, files) are
+not decoded: a secret inside one is not found.
 """
 
 from __future__ import annotations
@@ -269,6 +270,16 @@ class Redactor:
         """``value`` redacted, as orjson writes it."""
         return orjson.dumps(self.json(value), option=option)
 
+    def events(self, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """A response's stream events (report dicts) with the secrets that span several
+        events' deltas redacted (:mod:`agentshark.output.redact_stream`); each event is still
+        to go through :meth:`json`."""
+        if not self.enabled or len(events) < 2:
+            return events
+        from agentshark.output.redact_stream import redact_split  # a cycle: imported when used
+
+        return redact_split(events)
+
     def stream(self, out: TextIO) -> TextIO:
         """``out`` behind a line buffer that redacts each complete line (the rest on
         ``flush``); ``out`` itself when redaction is off."""
@@ -276,6 +287,9 @@ class Redactor:
             return out
         return cast(TextIO, _RedactingStream(out))
 
+
+TEXT_PATTERN = _TEXT  # for agentshark.output.redact_stream, which reads streams with it
+replace_match = _replace
 
 REDACTION = Redactor()
 NO_REDACTION = Redactor(enabled=False)

@@ -181,7 +181,8 @@ def _response_json(ex: Exchange, opts: RenderOptions, diags: list[Diagnostic]) -
         timed = resp.started is not None
         out["body_pieces"] = [[ts if timed else None, len(p)] for ts, p in resp.body.pieces]
         if view.framing is not None:
-            out["events"] = stream_events_json(view, diags, timed=timed)
+            events = stream_events_json(view, diags, timed=timed)
+            out["events"] = opts.redactor.events(events)  # secrets split across events
     return out
 
 
