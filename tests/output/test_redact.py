@@ -152,6 +152,7 @@ def test_json_keys_at_any_depth_and_json_held_in_strings() -> None:
         "thinking": {"type": "thinking", "signature": "EqQBCkYIBxgC"},
         "enabled": True,
         "password": 1234,
+        "schema": {"properties": {"next_page_token": {"type": "string", "title": "Token"}}},
     }
     out = REDACTION.json(value)
     text = str(out)
@@ -164,6 +165,7 @@ def test_json_keys_at_any_depth_and_json_held_in_strings() -> None:
     assert out["logprobs"] == value["logprobs"]
     assert out["thinking"] == value["thinking"]
     assert out["password"] == 1234 and out["enabled"] is True
+    assert out["schema"] == value["schema"]  # parameter names of a JSON Schema, not values
     assert value["auth"] == {"user": "alice", "pass": "b0b"}  # the input is not changed
 
 
@@ -216,6 +218,7 @@ def test_credentials_echoed_in_error_messages() -> None:
         "a task-abcdefghijklmnopqrstuvwxyz and risk-free-offers-abcdefghijklmnop",
         '{"max_tokens": 100, "input_tokens": 12, "token_count": 3, "author": "me"}',
         "see https://example.com/search?q=token+limits&page=2",
+        "register(space_id=SPACE_ID, api_key=API_KEY) with token: ${TOKEN} or os.getenv(KEY)",
     ],
 )
 def test_ordinary_text_is_untouched(text: str) -> None:

@@ -41,7 +41,9 @@ and ``sig`` (Gemini's ``?key=``, presigned URLs). Not credentials, so that evide
 * ``Mcp-Session-Id`` and other session *identifiers* name a session that the analysis links
   by; only session keys, tokens and secrets (and every cookie) are redacted.
 
-Numbers, booleans and null are never secrets. Under a credential name every string at any
+Numbers, booleans and null are never secrets. The keys of a JSON Schema ``properties`` object
+(tool definitions: ``{"github_token": {"type": "string"}}``) name parameters, not values.
+Under a credential name every string at any
 depth is redacted; a header value keeps its scheme word (``Bearer [REDACTED …]``) and a cookie
 keeps its names (``session=[REDACTED …]; theme=[REDACTED …]``).
 
@@ -169,8 +171,14 @@ _JSONISH = re.compile(rf'"[\w.-]*?(?i:{_STEMS})[\w.-]*"\s*:\s*[\[{{"]')
 
 
 def _looks_random(value: str) -> bool:
+    """A value after a scheme word or label that can be a credential: 32+ characters, a
+    digit, or mixed case; not code or a template (``API_KEY``, ``${TOKEN}``, ``os.getenv(``)."""
+    if value[:1] in "$%{<" or "(" in value or "[" in value:
+        return False
     return (
-        len(value) >= 32 or any(c.isdigit() for c in value) or any(c.isupper() for c in value[1:])
+        len(value) >= 32
+        or any(c.isdigit() for c in value)
+        or (any(c.isupper() for c in value[1:]) and any(c.islower() for c in value))
     )
 
 
@@ -414,6 +422,8 @@ def _walk_dict(d: dict[Any, Any]) -> dict[Any, Any]:
                 _KEYS[k] = secret
         if (secret and not (logprob and k == "token")) or (pair_secret and k == "value"):
             out[k] = _all_secret(v, k if k != "value" else str(pair_name))
+        elif k == "properties" and t is dict:  # JSON Schema: parameter names, not values
+            out[k] = {name: _walk(schema) for name, schema in v.items()}
         elif t is str:
             out[k] = _redact_string(v) if len(v) >= _MIN_SECRET else v
         elif t is dict:
