@@ -294,8 +294,8 @@ def test_credentials_in_tool_arguments_and_results_are_redacted() -> None:
     text = "\n".join(_render(call))
     assert secret not in text
     assert password not in text
-    assert f'"api_key": "{REDACTED}"' in text
-    assert f"Bearer {REDACTED}" in text
+    assert f'"api_key": "{REDACTED} sk-proj-… 16+:' in text
+    assert f"Bearer {REDACTED} sk-proj-… 16+:" in text
     assert '"city": "Mexico City"' in text
 
     plain = "\n".join(_render(call, redact=False))

@@ -6,7 +6,6 @@ import time
 from typing import TextIO
 
 from agentshark.apis.model import Call, GenericPart, TextPart, ToolCallPart
-from agentshark.output.redact import redact_text
 from agentshark.output.report import RenderOptions
 from agentshark.pipeline import Item, SourceReport
 
@@ -23,6 +22,9 @@ _COLUMNS = (
 )
 
 
+_MARGIN = 2048  # text redacted past a preview's cut, so a secret across it is still found
+
+
 def _clip(text: str, width: int) -> str:
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 1] + "…"
@@ -30,13 +32,17 @@ def _clip(text: str, width: int) -> str:
 
 class CallsTextWriter:
     def __init__(self, out: TextIO, opts: RenderOptions) -> None:
-        self._out = out
+        self._out = opts.redactor.stream(out)  # every line redacted, whatever writes it
+        self._redact = opts.redactor.text
         self._opts = opts
         self._header_done = False
         self._calls = 0
 
     def _line(self, cells: list[str]) -> None:
-        parts = [_clip(c, w).ljust(w) for c, (_, w) in zip(cells, _COLUMNS, strict=True)]
+        # Redacted before the cut: a cut secret no longer has the shape that finds it.
+        parts = [
+            _clip(self._redact(c), w).ljust(w) for c, (_, w) in zip(cells, _COLUMNS, strict=True)
+        ]
         self._out.write(" ".join(parts).rstrip() + "\n")
 
     def write(self, item: Item) -> None:
@@ -89,14 +95,13 @@ class CallsTextWriter:
                 if isinstance(part, ToolCallPart):
                     args = part.arguments_raw
                     if args is None and part.arguments is not None:
-                        args = str(part.arguments)
-                    bits.append(f"{part.name}({(args or '')[:40]})")
+                        args = str(self._opts.redactor.json(part.arguments))
+                    bits.append(f"{part.name}({self._redact(args or '')[:40]})")
                 elif isinstance(part, TextPart) and part.content.strip():
-                    bits.append(repr(part.content.strip()[:80]))
+                    bits.append(repr(self._redact(part.content.strip()[:_MARGIN])[:80]))
                 elif isinstance(part, GenericPart):
                     bits.append(f"[{part.type}]")
-        text = " ".join(bits) or "-"
-        return redact_text(text) if self._opts.redact else text
+        return " ".join(bits) or "-"
 
 
 def _n(value: int | None) -> str:

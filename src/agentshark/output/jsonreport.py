@@ -3,6 +3,8 @@
 Exchanges are written the moment they finish; calls and connection reports go to spool files
 (memory stays flat however many a capture holds) and are copied in at the end, followed by
 the sources. Key order: schema, exchanges, calls (when asked for), connections, sources.
+Everything written goes through the options' redactor: exchanges and calls as they are built,
+connections, sources and the closing sections (traces, incidents) here.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ class JsonReportWriter:
         """``calls``: write the ``calls`` section even when no call comes."""
         self._out = out
         self._opts = opts
+        self._redactor = opts.redactor
         self._spool = tempfile.SpooledTemporaryFile(max_size=8 << 20)  # noqa: SIM115
         self._calls: tempfile.SpooledTemporaryFile[bytes] | None = None
         self._no_calls_yet = True
@@ -67,11 +70,11 @@ class JsonReportWriter:
             if self._pending_bytes >= _CALLS_BATCH:
                 self._flush_calls()
         elif isinstance(item, ConnectionReport):
-            data = orjson.dumps(connection_json(item), option=_DUMP_OPTS)
+            data = self._redactor.dumps(connection_json(item), option=_DUMP_OPTS)
             self._spool.write(data if self._first_connection else b"," + data)
             self._first_connection = False
         elif isinstance(item, SourceReport):
-            data = orjson.dumps(source_json(item), option=_DUMP_OPTS)
+            data = self._redactor.dumps(source_json(item), option=_DUMP_OPTS)
             self._sources.append((item.index, data))
 
     def _flush_calls(self) -> None:
@@ -94,7 +97,7 @@ class JsonReportWriter:
             out.write(b'],"' + name.encode() + b'":[')
             separator = b""
             for value in values:
-                out.write(separator + orjson.dumps(value, option=_DUMP_OPTS))
+                out.write(separator + self._redactor.dumps(value, option=_DUMP_OPTS))
                 separator = b","
         out.write(b'],"connections":[')
         self._spool.seek(0)

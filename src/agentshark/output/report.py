@@ -1,7 +1,10 @@
 """Pipeline items -> the plain dicts of the JSON report (contract ``agentshark.report/1``).
 
 Field names and meanings follow ``DESIGN.md``; fields are only ever added. Bodies are decoded
-here, lazily, only to report their sizes and (with ``events``) their stream events.
+here, lazily, only to report their sizes and (with ``events``) their stream events. The dicts
+of exchanges and calls come out through the options' :class:`~agentshark.output.redact.Redactor`
+(the one redaction policy of every output); connections and sources are redacted by their
+writer.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from agentshark.framing import decode_stream, detect_framing
 from agentshark.framing.events import EventStreamMessage, JsonDocument, SseComment, SseEvent
 from agentshark.http.content import DEFAULT_DECODE_LIMIT, DecodedBody
 from agentshark.model import Body, Exchange, Headers, Request, Response, header
-from agentshark.output.redact import redact_headers, redact_text, redact_url
+from agentshark.output.redact import Redactor, redactor
 from agentshark.pipeline import ConnectionReport, SourceReport
 
 SCHEMA = "agentshark.report/1"
@@ -29,6 +32,11 @@ class RenderOptions:
     redact: bool = True
     events: bool = False
     max_body: int = DEFAULT_DECODE_LIMIT
+
+    @property
+    def redactor(self) -> Redactor:
+        """The redaction every writer built with these options goes through."""
+        return redactor(self.redact)
 
 
 def diagnostics_json(diags: list[Diagnostic]) -> list[dict[str, str]]:
@@ -87,14 +95,15 @@ def exchange_json(ex: Exchange, opts: RenderOptions) -> dict[str, Any]:
     }
     if ex.extras:
         out["extras"] = {k: _plain(v) for k, v in ex.extras.items()}
-    return out
+    redacted: dict[str, Any] = opts.redactor.json(out)
+    return redacted
 
 
 def _message_common(
     body: Body, headers: Headers, view: BodyView, opts: RenderOptions
 ) -> dict[str, Any]:
     return {
-        "headers": redact_headers(headers) if opts.redact else [[k, v] for k, v in headers],
+        "headers": [[k, v] for k, v in headers],
         "content_type": view.content_type,
         "content_encoding": view.content_encoding,
         "body_bytes": view.decoded.size,
@@ -118,8 +127,8 @@ def _request_json(
     diags.extend(view.decoded.diagnostics)
     out: dict[str, Any] = {
         "method": req.method,
-        "url": redact_url(req.url) if opts.redact else req.url,
-        "target": redact_url(req.target) if opts.redact else req.target,
+        "url": req.url,
+        "target": req.target,
         "version": req.version,
         **_message_common(req.body, req.headers, view, opts),
         "started": req.started,
@@ -127,7 +136,7 @@ def _request_json(
         "complete": req.complete,
     }
     if req.trailers:
-        out["trailers"] = redact_headers(req.trailers) if opts.redact else req.trailers
+        out["trailers"] = [[k, v] for k, v in req.trailers]
     if opts.events:
         timed = req.started is not None
         out["body_pieces"] = [[ts if timed else None, len(p)] for ts, p in req.body.pieces]
@@ -161,18 +170,19 @@ def _response_json(ex: Exchange, opts: RenderOptions, diags: list[Diagnostic]) -
                 "status": i.status,
                 "reason": i.reason,
                 "ts": i.ts,
-                "headers": redact_headers(i.headers) if opts.redact else i.headers,
+                "headers": [[k, v] for k, v in i.headers],
             }
             for i in resp.interim
         ]
     if resp.trailers:
-        out["trailers"] = redact_headers(resp.trailers) if opts.redact else resp.trailers
+        out["trailers"] = [[k, v] for k, v in resp.trailers]
     if opts.events:
         # Sources without arrival times (cassettes) store 0.0: report them as unknown.
         timed = resp.started is not None
         out["body_pieces"] = [[ts if timed else None, len(p)] for ts, p in resp.body.pieces]
         if view.framing is not None:
-            out["events"] = stream_events_json(view, opts, diags, timed=timed)
+            events = stream_events_json(view, diags, timed=timed)
+            out["events"] = opts.redactor.events(events)  # secrets split across events
     return out
 
 
@@ -182,8 +192,9 @@ def _asks_for_stream(req: Request) -> bool:
 
 
 def stream_events_json(
-    view: BodyView, opts: RenderOptions, diags: list[Diagnostic], *, timed: bool = True
+    view: BodyView, diags: list[Diagnostic], *, timed: bool = True
 ) -> list[dict[str, Any]]:
+    """The stream events of a body, as captured (the exchange's redaction covers them)."""
     assert view.framing is not None
     events: list[dict[str, Any]] = []
     for ev in decode_stream(view.decoded.pieces, view.framing):
@@ -192,13 +203,12 @@ def stream_events_json(
         if isinstance(ev, Diagnostic):
             diags.append(ev)
         elif isinstance(ev, SseEvent):
-            data = redact_text(ev.data) if opts.redact else ev.data
             item: dict[str, Any] = {
                 "ts": ev.ts,
                 "offset": ev.offset,
                 "type": "sse",
                 "event": ev.event,
-                "data": data,
+                "data": ev.data,
             }
             if ev.id is not None:
                 item["id"] = ev.id
@@ -217,7 +227,7 @@ def stream_events_json(
                 "ts": ev.ts,
                 "offset": ev.offset,
                 "type": "json",
-                "data": redact_text(text) if opts.redact else text,
+                "data": text,
             }
             if not ev.complete:
                 item["complete"] = False
@@ -229,18 +239,17 @@ def stream_events_json(
                     "offset": ev.offset,
                     "type": "aws-eventstream",
                     "headers": {k: _plain(v) for k, v in ev.headers.items()},
-                    "payload": _payload_text(ev.payload, opts),
+                    "payload": _payload_text(ev.payload),
                 }
             )
     return events
 
 
-def _payload_text(payload: bytes, opts: RenderOptions) -> str:
+def _payload_text(payload: bytes) -> str:
     try:
-        text = payload.decode("utf-8")
+        return payload.decode("utf-8")
     except UnicodeDecodeError:
         return "base64:" + base64.b64encode(payload).decode("ascii")
-    return redact_text(text) if opts.redact else text
 
 
 def _plain(value: object) -> Any:
@@ -260,11 +269,9 @@ def _plain(value: object) -> Any:
 
 
 def call_json(call: Call, opts: RenderOptions) -> dict[str, Any]:
-    """A call as the report contract has it; credentials in ids and texts redacted."""
-    out = call.to_json()
-    if opts.redact:
-        out["ids"] = {k: redact_text(v) for k, v in out["ids"].items()}
-    return out
+    """A call as the report contract has it, through the options' redactor."""
+    redacted: dict[str, Any] = opts.redactor.json(call.to_json())
+    return redacted
 
 
 def connection_json(rep: ConnectionReport) -> dict[str, Any]:

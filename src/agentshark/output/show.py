@@ -5,9 +5,10 @@ where it sits, numbered from 0 ("input message [3] part [0]" is the fourth messa
 request, not the fourth call of a trace); then the same parts regrouped by category
 (:data:`CATEGORIES`), in their original order, each still labelled with that position.
 
-Credentials are redacted as report bodies are: :func:`~agentshark.output.redact.redact_text`
-over every string shown (text, reasoning, tool arguments and results as JSON text, ids,
-URIs). Layout is :mod:`textwrap`; control characters are escaped so captured text cannot
+Credentials are redacted as report bodies are, by the one
+:class:`~agentshark.output.redact.Redactor`: over every string shown before it is cut or
+wrapped (text, reasoning, tool arguments and results as JSON text, ids, URIs), and over every
+line written. Layout is :mod:`textwrap`; control characters are escaped so captured text cannot
 drive the terminal.
 """
 
@@ -36,7 +37,7 @@ from agentshark.apis.model import (
     UriPart,
     part_json,
 )
-from agentshark.output.redact import redact_text, redact_url
+from agentshark.output.redact import REDACTION, redactor
 
 CATEGORIES = (
     "system",
@@ -132,6 +133,7 @@ def render_call(
     with numbered parts, then the parts by category. Strings longer than ``max_text``
     characters are cut with a note of how much is left out."""
     view = _View(redact=redact, width=max(width, _MIN_WIDTH), max_text=max(max_text, 0))
+    out = redactor(redact).stream(out)
     lines = [
         *_header(call, view),
         "",
@@ -157,7 +159,7 @@ class _View:
         head = text[: self.max_text + _REDACT_MARGIN]
         hidden = len(text) - len(head)
         if self.redact:
-            head = redact_text(head)
+            head = REDACTION.text(head)
         if len(head) > self.max_text:
             hidden += len(head) - self.max_text
             head = head[: self.max_text]
@@ -186,7 +188,7 @@ class _View:
         """A name, id or role on one line: redacted, sanitized, cut at 200 chars."""
         text = value if isinstance(value, str) else _json(value)
         if self.redact:
-            text = redact_text(text)
+            text = REDACTION.text(text)
         text = _sanitize(text).replace("\n", "\\n")
         return text if len(text) <= 200 else text[:199] + "…"
 
@@ -392,7 +394,7 @@ def _part_lines(part: Part, label: str, indent: int, view: _View) -> list[str]:
         lines = [f"{pad}{label} · blob: {_blob(part, view)}"]
     elif isinstance(part, UriPart):
         uri = _as_text(part.uri)
-        shown = view.short(redact_url(uri) if view.redact else uri)
+        shown = view.short(uri)
         lines = view.block(f"{pad}{label} · uri: ", f"{shown} {_kind(part, view)}", inner)
     elif isinstance(part, FilePart):
         lines = [f"{pad}{label} · file: {view.short(part.file_id)} {_kind(part, view)}"]

@@ -7,7 +7,6 @@ from typing import TextIO
 
 from agentshark.model import Exchange
 from agentshark.net.events import format_endpoint
-from agentshark.output.redact import redact_url
 from agentshark.output.report import RenderOptions, view_body
 from agentshark.pipeline import ConnectionReport, Item, SourceReport
 
@@ -41,14 +40,18 @@ def _clip(text: str, width: int) -> str:
 
 class TextWriter:
     def __init__(self, out: TextIO, opts: RenderOptions) -> None:
-        self._out = out
+        self._out = opts.redactor.stream(out)  # every line redacted, whatever writes it
+        self._redact = opts.redactor.text
         self._opts = opts
         self._header_done = False
         self._connections: list[ConnectionReport] = []
         self._non_http = 0
 
     def _line(self, cells: list[str]) -> None:
-        parts = [_clip(c, w).ljust(w) for c, (_, w) in zip(cells, _COLUMNS, strict=True)]
+        # Redacted before the cut: a cut secret no longer has the shape that finds it.
+        parts = [
+            _clip(self._redact(c), w).ljust(w) for c, (_, w) in zip(cells, _COLUMNS, strict=True)
+        ]
         self._out.write(" ".join(parts).rstrip() + "\n")
 
     def write(self, item: Item) -> None:
@@ -72,7 +75,7 @@ class TextWriter:
             else "-"
         )
         method = req.method if req else "?"
-        url = (redact_url(req.url) if self._opts.redact else req.url) if req else "?"
+        url = req.url if req else "?"
         status = str(resp.status) if resp and resp.status else "-"
         ctype = "-"
         req_size = resp_size = None

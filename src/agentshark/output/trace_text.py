@@ -9,7 +9,7 @@ from typing import TextIO
 import orjson
 
 from agentshark.apis.model import Call, Json
-from agentshark.output.redact import redact_text
+from agentshark.output.redact import redactor
 from agentshark.pipeline import SourceReport
 from agentshark.trace.model import Incident, Span, Trace
 
@@ -18,8 +18,8 @@ PREVIEW = 70
 
 class TraceTextWriter:
     def __init__(self, out: TextIO, *, redact: bool = True) -> None:
-        self._out = out
-        self._redact = redact
+        self._redactor = redactor(redact)
+        self._out = self._redactor.stream(out)  # every line redacted, whatever writes it
 
     def write(
         self,
@@ -109,9 +109,8 @@ class TraceTextWriter:
     def _preview(self, value: Json) -> str:
         if value is None:
             return ""
+        value = self._redactor.json(value)  # before the cut, which would hide a secret's shape
         text = value if isinstance(value, str) else orjson.dumps(value).decode()
-        if self._redact:
-            text = redact_text(text)
         text = " ".join(text.split())
         return text if len(text) <= PREVIEW else text[: PREVIEW - 1] + "…"
 
