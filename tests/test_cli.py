@@ -271,7 +271,7 @@ def test_analyze_text_tree(capsys: pytest.CaptureFixture[str]) -> None:
     assert out[3].startswith("   ├─ execute_tool get_weather") and '"city":"深圳"' in out[3]
     assert "[ran as e2]" in out[3] and "id call-shenzhen-001" in out[3]
     assert out[4].startswith("   └─ chat gpt-4.1  call3") and "finish stop" in out[4]
-    assert out[-1].startswith("1 traces, 2 calls (2 model, 1 tool spans)")
+    assert out[-1].startswith("1 trace, 2 calls (2 model spans, 1 tool span)")
     assert out[-1].endswith("0 HTTP exchanges not understood")
 
 

@@ -1,12 +1,21 @@
-"""The terminal view: one line per exchange as it finishes, then connections and sources."""
+"""The terminal view: one line per exchange as it finishes, then connections and sources.
+
+Columns are cut to their width only when ``wide`` is off (the CLI turns it on with
+``--wide`` and whenever the output is not a terminal). COMPLETE says whether the whole
+exchange was seen, never whether it succeeded (that is STATUS); an exchange that is not
+complete is followed by the reasons the JSON report gives (its diagnostics, those of its
+decoded bodies), or a line saying which part is missing when none was recorded.
+"""
 
 from __future__ import annotations
 
 import time
 from typing import TextIO
 
+from agentshark.errors import Diagnostic
 from agentshark.model import Exchange
 from agentshark.net.events import format_endpoint
+from agentshark.output.census import Census, plural
 from agentshark.output.redact import redact_url
 from agentshark.output.report import RenderOptions, view_body
 from agentshark.pipeline import ConnectionReport, Item, SourceReport
@@ -21,7 +30,11 @@ _COLUMNS = (
     ("REQ", 8),
     ("RESP", 8),
     ("MS", 8),
-    ("OK", 3),
+    ("COMPLETE", 8),
+)
+LEGEND = (
+    "COMPLETE: yes when the whole exchange was seen (request and response ended, no gap); "
+    "it says nothing of success, see STATUS"
 )
 
 
@@ -40,7 +53,8 @@ def _clip(text: str, width: int) -> str:
 
 
 class TextWriter:
-    def __init__(self, out: TextIO, opts: RenderOptions) -> None:
+    def __init__(self, out: TextIO, opts: RenderOptions, *, wide: bool = False) -> None:
+        self.wide = wide  # never cut a cell
         self._out = out
         self._opts = opts
         self._header_done = False
@@ -48,7 +62,10 @@ class TextWriter:
         self._non_http = 0
 
     def _line(self, cells: list[str]) -> None:
-        parts = [_clip(c, w).ljust(w) for c, (_, w) in zip(cells, _COLUMNS, strict=True)]
+        parts = [
+            (c if self.wide else _clip(c, w)).ljust(w)
+            for c, (_, w) in zip(cells, _COLUMNS, strict=True)
+        ]
         self._out.write(" ".join(parts).rstrip() + "\n")
 
     def write(self, item: Item) -> None:
@@ -76,23 +93,27 @@ class TextWriter:
         status = str(resp.status) if resp and resp.status else "-"
         ctype = "-"
         req_size = resp_size = None
+        reasons: list[Diagnostic] = list(ex.diagnostics)
         if req is not None:
-            req_size = view_body(
+            req_view = view_body(
                 req.body,
                 req.headers,
                 max_body=self._opts.max_body,
                 streaming_hint=False,
-                location=ex.id,
-            ).decoded.size
+                location=f"{ex.id} request body",
+            )
+            req_size = req_view.decoded.size
+            reasons += req_view.decoded.diagnostics
         if resp is not None:
             view = view_body(
                 resp.body,
                 resp.headers,
                 max_body=self._opts.max_body,
                 streaming_hint=False,
-                location=ex.id,
+                location=f"{ex.id} response body",
             )
             resp_size = view.decoded.size
+            reasons += view.decoded.diagnostics
             ctype = (view.content_type or "-").split(";")[0]
             if view.content_encoding:
                 ctype += f" ({view.content_encoding})"
@@ -113,8 +134,10 @@ class TextWriter:
                 ok,
             ]
         )
-        for d in ex.diagnostics:
+        for d in reasons:
             self._out.write(f"    ! {d.code}: {d.message}\n")
+        if not ex.complete and not reasons:
+            self._out.write(f"    ! incomplete: {_missing(ex)}\n")
 
     def _source(self, rep: SourceReport) -> None:
         out = self._out
@@ -133,14 +156,14 @@ class TextWriter:
                     out.write(f"    ! {d.code}: {d.message}\n")
             self._connections.clear()
         detail = (
-            f"{rep.packets} packets, {rep.connections} connections, "
+            f"{plural(rep.packets, 'packet')}, {plural(rep.connections, 'connection')}, "
             if rep.format in ("pcap", "pcapng")
             else ""
         )
         if rep.format == "keylog":
             out.write(f"{rep.path}: key log, {rep.key_secrets} secrets loaded\n")
         else:
-            out.write(f"\n{rep.path}: {rep.format}, {detail}{rep.exchanges} exchanges\n")
+            out.write(f"\n{rep.path}: {rep.format}, {detail}{plural(rep.exchanges, 'exchange')}\n")
         skipped = {k: v for k, v in rep.not_analyzed.items() if v}
         if skipped:
             out.write("  not analyzed: " + ", ".join(f"{k} {v}" for k, v in skipped.items()) + "\n")
@@ -148,3 +171,25 @@ class TextWriter:
             out.write(
                 f"  ! {d.code}: {d.message}" + (f" ({d.location})" if d.location else "") + "\n"
             )
+
+    def finish(self, census: Census, apis: tuple[str, ...] = ()) -> None:
+        """After the last item: the COMPLETE legend, or why there was no exchange."""
+        del apis
+        if self._header_done:
+            self._out.write(f"\n{LEGEND}\n")
+        elif census.inputs_done:
+            self._out.write(f"\n0 exchanges: {census.why_no_exchanges()}\n")
+
+
+def _missing(ex: Exchange) -> str:
+    """Which part of an incomplete exchange was not seen, when no diagnostic says why."""
+    req, resp = ex.request, ex.response
+    if req is None:
+        return "the request was not captured"
+    if not req.complete:
+        return "the request did not end in the capture"
+    if resp is None:
+        return "no response in the capture"
+    if not resp.complete:
+        return "the response did not end in the capture"
+    return "not every byte of it was captured"
