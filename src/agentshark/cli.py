@@ -343,10 +343,8 @@ def _show(args: argparse.Namespace, census: Census) -> int:
     # The whole call (the analysis keeps slim copies): read the input for it.
     call: Call | None = None
     known: list[str] = []
-    items = run(args.files, options)
-    if args.span is None:  # else the census counted the first reading
-        items = census.watch(items)
-    for item in items:
+    reading = census if args.span is None else Census(len(args.files))  # a second reading
+    for item in reading.watch(run(args.files, options)):
         if args.span is None:
             failed += _report_failure(item)
         if isinstance(item, Call):
@@ -356,7 +354,7 @@ def _show(args: argparse.Namespace, census: Census) -> int:
             known.append(item.id)
     if call is None:
         listed = ", ".join(known[:10]) + ("…" if len(known) > 10 else "")
-        found = f"its calls: {listed}" if known else f"it has no calls: {census.why_no_calls()}"
+        found = f"its calls: {listed}" if known else f"it has no calls: {reading.why_no_calls()}"
         print(f"agentshark: no call {wanted} in the input ({found})", file=sys.stderr)
         return 2
     out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115, PTH123
@@ -366,7 +364,12 @@ def _show(args: argparse.Namespace, census: Census) -> int:
             out.write(orjson.dumps(call_json(call, render), option=orjson.OPT_INDENT_2).decode())
             out.write("\n")
         else:
-            render_call(call, out, redact=not args.no_redact)
+            render_call(
+                call,
+                out,
+                redact=not args.no_redact,
+                exchange_diagnostics=reading.unfinished.get(call.exchange_id, []),
+            )
         out.flush()
     except BrokenPipeError:
         return 0

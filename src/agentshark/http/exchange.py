@@ -74,6 +74,7 @@ class ExchangeAssembler:
         self._tls = tls
         self._open: dict[int, _Open] = {}
         self.diagnostics: list[Diagnostic] = []  # problems not tied to one exchange
+        self._bad_request: Diagnostic | None = None  # the last request the parser gave up on
 
     def handle(self, events: Iterable[HttpEvent]) -> list[Exchange]:
         done: list[Exchange] = []
@@ -125,6 +126,8 @@ class ExchangeAssembler:
                 )
                 o = None if ev.stream is None else self._open.get(ev.stream)
                 (o.diagnostics if o is not None else self.diagnostics).append(diag)
+                if o is None and not ev.response and self._bad_request is None:
+                    self._bad_request = diag  # its response then says why it has no request
             elif isinstance(ev, StreamReset):
                 done.extend(self._on_reset(ev))
             elif isinstance(ev, ConnectionGoAway):
@@ -307,11 +310,16 @@ class ExchangeAssembler:
             stream=stream,
         )
         if o.request is None:
+            bad, self._bad_request = self._bad_request, None
+            why = (
+                "the capture started after the request was sent"
+                if bad is None
+                else f"its request could not be parsed: {bad.message}, at {bad.location}"
+            )
             ex.diagnostics.append(
                 Diagnostic(
                     code="http.response_without_request",
-                    message="a response whose request is not in the capture "
-                    "(the capture started after the request was sent)",
+                    message=f"a response whose request is not in the capture ({why})",
                     location=self._location,
                 )
             )

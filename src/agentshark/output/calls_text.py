@@ -25,7 +25,7 @@ from agentshark.apis.model import (
 )
 from agentshark.errors import Diagnostic
 from agentshark.model import Exchange
-from agentshark.output.census import Census, plural
+from agentshark.output.census import Census, plural, reasons
 from agentshark.output.redact import redact_text
 from agentshark.output.report import RenderOptions
 from agentshark.pipeline import Item, SourceReport
@@ -135,12 +135,11 @@ class CallsTextWriter:
 
     def _reasons(self, call: Call) -> None:
         """Why ``call`` is not complete, as the JSON report has it."""
-        reasons = [d for d in call.diagnostics if d.severity != "info"]
-        reasons = reasons or self._unfinished.get(call.exchange_id, [])
-        for d in reasons:
+        why = reasons(call.diagnostics) or reasons(self._unfinished.get(call.exchange_id, []))
+        for d in why:
             where = f" ({d.location})" if d.location else ""
             self._out.write(f"    ! {d.code}: {d.message}{where}\n")
-        if not reasons:
+        if not why:
             self._out.write(
                 f"    ! incomplete: its exchange {call.exchange_id} did not end in the capture "
                 "(see `agentshark exchanges`)\n"

@@ -16,15 +16,26 @@ from collections.abc import Iterator, Sequence
 
 from agentshark.apis.model import Call, Json
 from agentshark.apis.registry import unparsed_api
+from agentshark.errors import Diagnostic
 from agentshark.model import Exchange
 from agentshark.pipeline import ConnectionReport, Item, SourceReport
 
 PARSED = "OpenAI, Anthropic, MCP, A2A"
+# Diagnostics of the stages under the API families: a cause (a decompression limit, bytes not
+# captured, a head the parser gave up on), where a family's "not JSON" is a consequence.
+_CAUSES = ("content.", "body.", "http.", "h2.", "tcp.", "tls.", "pcap.", "pcapng.", "net.")
 
 
 def plural(n: int, word: str, many: str | None = None) -> str:
     """``1 call``, ``2 calls``, ``0 calls``; ``many`` for irregular plurals."""
     return f"{n} {word if n == 1 else many or word + 's'}"
+
+
+def reasons(diagnostics: Sequence[Diagnostic]) -> list[Diagnostic]:
+    """Why something is incomplete, causes first: the warnings and errors of
+    ``diagnostics``, those of the lower stages before the API families' own."""
+    found = [d for d in diagnostics if d.severity != "info"]
+    return sorted(found, key=lambda d: not d.code.startswith(_CAUSES))
 
 
 class Census:
@@ -39,6 +50,7 @@ class Census:
         self.encrypted = 0  # of which TLS that stayed encrypted
         self.no_keys = 0  # of which had no secret in the key logs (or no key log)
         self._unparsed: dict[str, tuple[str, str]] = {}  # exchange id -> (api, name)
+        self.unfinished: dict[str, list[Diagnostic]] = {}  # incomplete exchanges' diagnostics
 
     def watch(self, items: Iterator[Item]) -> Iterator[Item]:
         for item in items:
@@ -48,6 +60,8 @@ class Census:
     def count(self, item: Item) -> None:
         if isinstance(item, Exchange):
             self.exchanges += 1
+            if not item.complete:
+                self.unfinished[item.id] = list(item.diagnostics)
             found = unparsed_api(item)
             if found is not None:
                 self._unparsed[item.id] = found

@@ -59,6 +59,7 @@ class TextWriter:
         self._opts = opts
         self._header_done = False
         self._connections: list[ConnectionReport] = []
+        self._troubled: list[ConnectionReport] = []  # with exchanges, and warnings
         self._non_http = 0
 
     def _line(self, cells: list[str]) -> None:
@@ -77,6 +78,8 @@ class TextWriter:
         elif isinstance(item, ConnectionReport):
             if item.exchanges == 0:
                 self._connections.append(item)
+            elif any(d.severity != "info" for d in item.diagnostics):
+                self._troubled.append(item)
         elif isinstance(item, SourceReport):
             self._source(item)
 
@@ -155,6 +158,13 @@ class TextWriter:
                 for d in c.diagnostics:
                     out.write(f"    ! {d.code}: {d.message}\n")
             self._connections.clear()
+        if self._troubled:
+            out.write("\nproblems on connections with exchanges:\n")
+            for c in self._troubled:
+                for d in c.diagnostics:
+                    if d.severity != "info":
+                        out.write(f"  {c.connection.id:6} ! {d.code}: {d.message}\n")
+            self._troubled.clear()
         detail = (
             f"{plural(rep.packets, 'packet')}, {plural(rep.connections, 'connection')}, "
             if rep.format in ("pcap", "pcapng")

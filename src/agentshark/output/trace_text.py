@@ -17,7 +17,7 @@ import orjson
 
 from agentshark.apis.model import Call, Json, ToolCallResponsePart
 from agentshark.output.calls_text import error_text
-from agentshark.output.census import Census, plural
+from agentshark.output.census import Census, plural, reasons
 from agentshark.output.redact import redact_text
 from agentshark.pipeline import SourceReport
 from agentshark.trace.model import Incident, Span, Trace
@@ -31,6 +31,7 @@ class TraceTextWriter:
         self._out = out
         self._redact = redact
         self._preview_width = WIDE_PREVIEW if wide else PREVIEW
+        self._census: Census | None = None
 
     def write(
         self,
@@ -42,6 +43,7 @@ class TraceTextWriter:
         unclaimed: int,
         census: Census | None = None,
     ) -> None:
+        self._census = census
         by_id = {c.id: c for c in calls}
         by_trace: dict[str | None, list[Incident]] = {}
         for incident in incidents:
@@ -72,6 +74,16 @@ class TraceTextWriter:
                 w(f"  0 calls: {census.why_no_calls()}\n")
             for line in census.not_parsed_lines():
                 w(f"  {line}\n")
+
+    def _incomplete(self, call: Call) -> str:
+        """INCOMPLETE with the first reason the report gives (the call's, else its
+        exchange's)."""
+        why = reasons(call.diagnostics)
+        if not why and self._census is not None:
+            why = reasons(self._census.unfinished.get(call.exchange_id, []))
+        if not why:
+            return "INCOMPLETE (its exchange did not end in the capture)"
+        return f"INCOMPLETE ({why[0].code}: {why[0].message})"
 
     def _header(self, n: int, trace: Trace, by_id: dict[str, Call]) -> str:
         models = sum(1 for s in trace.spans if s.kind == "model")
@@ -108,7 +120,7 @@ class TraceTextWriter:
             if "duration" in a:
                 bits.append(f"{a['duration']:.3f}s")
             if call is not None and not call.complete:
-                bits.append(_incomplete(call))
+                bits.append(self._incomplete(call))
             if call is not None and call.error is not None:
                 bits.append(self._text(error_text(call)))
             elif "error" in a:
@@ -131,7 +143,7 @@ class TraceTextWriter:
         if span.tool_call_id is not None:
             bits.append(f"id {span.tool_call_id}")
         if execution is not None and not execution.complete:
-            bits.append(_incomplete(execution))
+            bits.append(self._incomplete(execution))
         if span.call_id is not None:  # else `show --span` has no call to show
             if span.call_id != span.execution:
                 bits.append(span.call_id)
@@ -167,14 +179,6 @@ def _summary(
         f"({plural(worst['error'], 'error')}, {plural(worst['warning'], 'warning')}), "
         f"{plural(unclaimed, 'HTTP exchange')} not understood"
     )
-
-
-def _incomplete(call: Call) -> str:
-    """INCOMPLETE with the first reason the report gives."""
-    reasons = [d for d in call.diagnostics if d.severity != "info"]
-    if not reasons:
-        return "INCOMPLETE (its exchange did not end in the capture)"
-    return f"INCOMPLETE ({reasons[0].code}: {reasons[0].message})"
 
 
 def _tool_error(call: Call) -> bool:
