@@ -113,12 +113,12 @@ UNPARSED: tuple[UnparsedApi, ...] = (
     ),
     UnparsedApi(
         api="bedrock.converse",
-        pattern=re.compile(r"/model/[^/]+/(?P<op>converse|converse-stream)$"),
+        pattern=re.compile(r"/model/.+/(?P<op>converse|converse-stream)$"),
         names={"converse": "Bedrock Converse", "converse-stream": "Bedrock ConverseStream"},
     ),
     UnparsedApi(
         api="bedrock.invoke",
-        pattern=re.compile(r"/model/[^/]+/(?P<op>invoke|invoke-with-response-stream)$"),
+        pattern=re.compile(r"/model/.+/(?P<op>invoke|invoke-with-response-stream)$"),
         names={
             "invoke": "Bedrock InvokeModel",
             "invoke-with-response-stream": "Bedrock InvokeModelWithResponseStream",
@@ -126,7 +126,7 @@ UNPARSED: tuple[UnparsedApi, ...] = (
     ),
     UnparsedApi(
         api="bedrock.count_tokens",
-        pattern=re.compile(r"/model/[^/]+/(?P<op>count-tokens)$"),
+        pattern=re.compile(r"/model/.+/(?P<op>count-tokens)$"),
         names={"count-tokens": "Bedrock CountTokens"},
     ),
     UnparsedApi(
