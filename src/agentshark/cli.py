@@ -1,10 +1,20 @@
-"""The command line: argument parsing and choosing a writer; nothing else."""
+"""The command line: argument parsing and choosing a writer; nothing else.
+
+Exit status: 0 when every input was read; 1 when some input could not be (said on stderr,
+the others still reported); 2 when the command line cannot run as given, said in one line
+before any input is read (an ``-o`` path that is a directory or in a missing directory, a
+``--keylog`` that is not a readable file, an unknown ``--api``, a ``--max-body`` that is not
+a positive size); 130 on Ctrl-C, with a line saying how far the run got. A
+:class:`~agentshark.output.census.Census` watches the items on their way to the writer for
+that line and for the views' "0 calls" reasons and unparsed families.
+"""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
+import textwrap
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
@@ -127,7 +137,7 @@ def _command(
     cmd: argparse.ArgumentParser = sub.add_parser(
         name,
         help=summary,
-        description=description,
+        description=textwrap.fill(description, 92),
         epilog=epilog,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -318,7 +328,11 @@ def _show(args: argparse.Namespace, census: Census) -> int:
     wanted = args.call
     if args.span is not None:
         if "-" in args.files:
-            print("agentshark: --span reads the input twice: give files, not -", file=sys.stderr)
+            print(
+                "agentshark: --span reads the input twice: give files, not - "
+                "(or show a call by its id: --call ID, from `agentshark calls -`)",
+                file=sys.stderr,
+            )
             return 2
         analysis = Analysis()
         items = analysis.watch(census.watch(run(args.files, options)))
