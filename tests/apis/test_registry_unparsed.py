@@ -48,6 +48,12 @@ def _exchange(method: str, url: str, *headers: tuple[str, str]) -> Exchange:
         ),
         (
             "POST",
+            "https://generativelanguage.googleapis.com/v1beta/models/gemini%3AstreamGenerateContent",
+            (),
+            ("gemini.generate_content", "Gemini streamGenerateContent"),
+        ),
+        (
+            "POST",
             "https://cloudcode-pa.googleapis.com/v1internal:countTokens",
             (),
             ("gemini.count_tokens", "Gemini countTokens"),

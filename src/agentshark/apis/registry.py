@@ -154,7 +154,10 @@ def unparsed_api(exchange: Exchange) -> tuple[str, str] | None:
     req = exchange.request
     if req is None:
         return None
-    path = urlsplit(req.url).path
+    target = req.target
+    path = target.partition("?")[0] if target.startswith("/") else urlsplit(req.url).path
+    if "%" not in path and ":" not in path and "/model/" not in path and "/realtime" not in path:
+        return None  # the common case: a few looks at the path
     if "%" in path:
         path = unquote(path)  # Bedrock model ids are URL-encoded (anthropic.claude%3A0)
     for family in UNPARSED:
