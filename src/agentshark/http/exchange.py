@@ -310,16 +310,11 @@ class ExchangeAssembler:
             stream=stream,
         )
         if o.request is None:
-            bad, self._bad_request = self._bad_request, None
-            why = (
-                "the capture started after the request was sent"
-                if bad is None
-                else f"its request could not be parsed: {bad.message}, at {bad.location}"
-            )
             ex.diagnostics.append(
                 Diagnostic(
                     code="http.response_without_request",
-                    message=f"a response whose request is not in the capture ({why})",
+                    message="a response whose request is not in the capture "
+                    f"({self._why_no_request()})",
                     location=self._location,
                 )
             )
@@ -333,6 +328,14 @@ class ExchangeAssembler:
                 )
             )
         return [ex]
+
+    def _why_no_request(self) -> str:
+        """Why a response has no request: the request the parser gave up on (a head too
+        long...), else a capture that began after the request was sent."""
+        bad, self._bad_request = self._bad_request, None
+        if bad is None:
+            return "the capture started after the request was sent"
+        return f"its request could not be parsed: {bad.message}, at {bad.location}"
 
     def _tls_facts(self) -> dict[str, object] | None:
         """The session facts an exchange carries; running counters stay on the connection."""
