@@ -432,7 +432,9 @@ def _report(args: argparse.Namespace, census: Census, *, calls: bool) -> int:
                     sources.append(item)
             analysis.finish()
             text = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115, PTH123
-            TraceTextWriter(text, redact=render.redact, wide=args.wide).write(
+            trace_writer = TraceTextWriter(text, redact=render.redact)
+            trace_writer.wide = args.wide
+            trace_writer.write(
                 analysis.traces,
                 analysis.incidents,
                 analysis.calls,

@@ -127,7 +127,9 @@ def test_columns_are_cut_only_on_a_terminal(capsys: pytest.CaptureFixture[str]) 
     assert url in piped
     cut = _render(TextWriter(_Terminal(), RenderOptions()), realtime, calls=False)
     assert url not in cut and "http://127.0.0.1:18766/v1/realtime?model=wo…" in cut
-    wide = _render(TextWriter(_Terminal(), RenderOptions(), wide=True), realtime, calls=False)
+    writer = TextWriter(_Terminal(), RenderOptions())
+    writer.wide = True
+    wide = _render(writer, realtime, calls=False)
     assert url in wide
     long_answer = "Today, the weather in Seattle is 50 degrees and raining, while in San Francisco,"
     assert long_answer in _out(capsys, "calls", EXAMPLE)

@@ -50,25 +50,31 @@ def _clip(text: str, width: int) -> str:
 
 
 class CallsTextWriter:
-    def __init__(self, out: TextIO, opts: RenderOptions, *, wide: bool = False) -> None:
-        self.wide = wide  # never cut a cell
+    wide = False  # never cut a cell (set by the CLI)
+
+    def __init__(self, out: TextIO, opts: RenderOptions) -> None:
         self._out = out
-        self._unfinished: dict[str, list[Diagnostic]] = {}  # incomplete exchanges' reasons
         self._opts = opts
         self._header_done = False
         self._calls = 0
+        self._unfinished: dict[str, list[Diagnostic]] = {}  # incomplete exchanges' reasons
 
     def _line(self, cells: list[str]) -> None:
-        parts = [
-            (" ".join(c.split()) if self.wide else _clip(c, w)).ljust(w)
-            for c, (_, w) in zip(cells, _COLUMNS, strict=True)
-        ]
+        parts = [_clip(c, w).ljust(w) for c, (_, w) in zip(cells, _COLUMNS, strict=True)]
         self._out.write(" ".join(parts).rstrip() + "\n")
+
+    def _row(self, cells: list[str]) -> None:
+        """A table line: cells cut to their column (:meth:`_line`), or whole when wide."""
+        if not self.wide:
+            return self._line(cells)
+        parts = [" ".join(c.split()).ljust(w) for c, (_, w) in zip(cells, _COLUMNS, strict=True)]
+        self._out.write(" ".join(parts).rstrip() + "\n")
+        return None
 
     def write(self, item: Item) -> None:
         if isinstance(item, Call):
             if not self._header_done:
-                self._line([name for name, _ in _COLUMNS])
+                self._row([name for name, _ in _COLUMNS])
                 self._header_done = True
             self._calls += 1
             self._call(item)
@@ -93,7 +99,7 @@ class CallsTextWriter:
         usage = call.usage
         tokens = f"{_n(usage.input_tokens)}/{_n(usage.output_tokens)}" if usage is not None else "-"
         model = call.response_model or call.request_model or "-"
-        self._line(
+        self._row(
             [
                 when,
                 call.id,
@@ -114,8 +120,7 @@ class CallsTextWriter:
         """Tool calls with an argument preview, then the first words of the answer, or the
         error."""
         if call.error is not None:
-            text = error_text(call)
-            return redact_text(text) if self._opts.redact else text
+            return error_text(call)
         bits: list[str] = []
         for message in call.output_messages:
             if any(_is_error(p) for p in message.parts):

@@ -53,26 +53,32 @@ def _clip(text: str, width: int) -> str:
 
 
 class TextWriter:
-    def __init__(self, out: TextIO, opts: RenderOptions, *, wide: bool = False) -> None:
-        self.wide = wide  # never cut a cell
+    wide = False  # never cut a cell (set by the CLI)
+
+    def __init__(self, out: TextIO, opts: RenderOptions) -> None:
         self._out = out
         self._opts = opts
         self._header_done = False
         self._connections: list[ConnectionReport] = []
-        self._troubled: list[ConnectionReport] = []  # with exchanges, and warnings
         self._non_http = 0
+        self._troubled: list[ConnectionReport] = []  # with exchanges, and warnings
 
     def _line(self, cells: list[str]) -> None:
-        parts = [
-            (c if self.wide else _clip(c, w)).ljust(w)
-            for c, (_, w) in zip(cells, _COLUMNS, strict=True)
-        ]
+        parts = [_clip(c, w).ljust(w) for c, (_, w) in zip(cells, _COLUMNS, strict=True)]
         self._out.write(" ".join(parts).rstrip() + "\n")
+
+    def _row(self, cells: list[str]) -> None:
+        """A table line: cells cut to their column (:meth:`_line`), or whole when wide."""
+        if not self.wide:
+            return self._line(cells)
+        parts = [c.ljust(w) for c, (_, w) in zip(cells, _COLUMNS, strict=True)]
+        self._out.write(" ".join(parts).rstrip() + "\n")
+        return None
 
     def write(self, item: Item) -> None:
         if isinstance(item, Exchange):
             if not self._header_done:
-                self._line([name for name, _ in _COLUMNS])
+                self._row([name for name, _ in _COLUMNS])
                 self._header_done = True
             self._exchange(item)
         elif isinstance(item, ConnectionReport):
@@ -123,7 +129,7 @@ class TextWriter:
         ended = resp.ended if resp and resp.ended else None
         duration = f"{(ended - started) * 1000:.1f}" if ended and started else "-"
         ok = "yes" if ex.complete else "NO"
-        self._line(
+        self._row(
             [
                 when,
                 ex.connection or "-",

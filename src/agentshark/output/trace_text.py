@@ -27,11 +27,12 @@ WIDE_PREVIEW = 2000
 
 
 class TraceTextWriter:
-    def __init__(self, out: TextIO, *, redact: bool = True, wide: bool = False) -> None:
+    wide = False  # tool arguments and results at length (set by the CLI)
+    _census: Census | None = None  # what the run saw, given to write()
+
+    def __init__(self, out: TextIO, *, redact: bool = True) -> None:
         self._out = out
         self._redact = redact
-        self._preview_width = WIDE_PREVIEW if wide else PREVIEW
-        self._census: Census | None = None
 
     def write(
         self,
@@ -122,7 +123,7 @@ class TraceTextWriter:
             if call is not None and not call.complete:
                 bits.append(self._incomplete(call))
             if call is not None and call.error is not None:
-                bits.append(self._text(error_text(call)))
+                bits.append(error_text(call))
             elif "error" in a:
                 error = a["error"]
                 bits.append(f"ERROR {error.get('status') or ''} {error.get('message') or ''}")
@@ -131,7 +132,7 @@ class TraceTextWriter:
         bits = [span.name, self._preview(a.get("arguments"))]
         execution = by_id.get(span.call_id or "")
         if execution is not None and execution.error is not None:
-            bits.append("→ " + self._text(error_text(execution)))
+            bits.append("→ " + error_text(execution))
         elif "result" in a:
             failed = execution is not None and _tool_error(execution)
             arrow = "→ TOOL ERROR (isError) " if failed else "→ "
@@ -150,9 +151,6 @@ class TraceTextWriter:
             bits.append(f"span {span.span_id}")
         return "  ".join(b for b in bits if b)
 
-    def _text(self, text: str) -> str:
-        return redact_text(text) if self._redact else text
-
     def _preview(self, value: Json) -> str:
         if value is None:
             return ""
@@ -160,7 +158,7 @@ class TraceTextWriter:
         if self._redact:
             text = redact_text(text)
         text = " ".join(text.split())
-        width = self._preview_width
+        width = WIDE_PREVIEW if self.wide else PREVIEW
         return text if len(text) <= width else text[: width - 1] + "…"
 
 
