@@ -112,12 +112,13 @@ class _Terminal(io.StringIO):
         return True
 
 
-def _render(writer: CallsTextWriter | TextWriter, path: str, *, calls: bool) -> str:
-    for item in run([path], Options(calls=calls)):
+def _render(make: type[CallsTextWriter | TextWriter], path: str, *, wide: bool = False) -> str:
+    terminal = _Terminal()
+    writer = make(terminal, RenderOptions())
+    writer.wide = wide
+    for item in run([path], Options(calls=make is CallsTextWriter)):
         writer.write(item)
-    out = writer._out
-    assert isinstance(out, io.StringIO)
-    return out.getvalue()
+    return terminal.getvalue()
 
 
 def test_columns_are_cut_only_on_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
@@ -125,15 +126,13 @@ def test_columns_are_cut_only_on_a_terminal(capsys: pytest.CaptureFixture[str]) 
     realtime = str(CAPTURES / "ws_realtime_plain" / "capture.pcap")
     piped = _out(capsys, "exchanges", realtime)  # capsys is not a terminal
     assert url in piped
-    cut = _render(TextWriter(_Terminal(), RenderOptions()), realtime, calls=False)
+    cut = _render(TextWriter, realtime)
     assert url not in cut and "http://127.0.0.1:18766/v1/realtime?model=wo…" in cut
-    writer = TextWriter(_Terminal(), RenderOptions())
-    writer.wide = True
-    wide = _render(writer, realtime, calls=False)
+    wide = _render(TextWriter, realtime, wide=True)
     assert url in wide
     long_answer = "Today, the weather in Seattle is 50 degrees and raining, while in San Francisco,"
     assert long_answer in _out(capsys, "calls", EXAMPLE)
-    cut = _render(CallsTextWriter(_Terminal(), RenderOptions()), EXAMPLE, calls=True)
+    cut = _render(CallsTextWriter, EXAMPLE)
     assert long_answer not in cut
 
 
