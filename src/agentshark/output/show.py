@@ -187,7 +187,7 @@ class _View:
                 break_on_hyphens=False,
             ) or [first.rstrip()]
         if hidden:
-            lines.append(f"{rest}… ({hidden} more chars)")
+            lines.append(f"{rest}… ({hidden} more char{'' if hidden == 1 else 's'})")
         return lines
 
     def short(self, value: object) -> str:
@@ -345,7 +345,8 @@ def _tool_name(definition: Json) -> str:
 def _system_section(call: Call, view: _View) -> list[str]:
     if not call.system_instructions:
         return ["system instructions: none"]
-    lines = [f"system instructions ({len(call.system_instructions)} parts)"]
+    count = len(call.system_instructions)
+    lines = [f"system instructions ({count} part{'' if count == 1 else 's'})"]
     for k, part in enumerate(call.system_instructions):
         lines += _part_lines(part, f"part [{k}]", 2, view)
     return lines

@@ -177,7 +177,7 @@ class TextWriter:
             else ""
         )
         if rep.format == "keylog":
-            out.write(f"{rep.path}: key log, {rep.key_secrets} secrets loaded\n")
+            out.write(f"{rep.path}: key log, {plural(rep.key_secrets, 'secret')} loaded\n")
         else:
             out.write(f"\n{rep.path}: {rep.format}, {detail}{plural(rep.exchanges, 'exchange')}\n")
         skipped = {k: v for k, v in rep.not_analyzed.items() if v}
