@@ -271,7 +271,7 @@ def test_analyze_text_tree(capsys: pytest.CaptureFixture[str]) -> None:
     assert out[3].startswith("   ├─ execute_tool get_weather") and '"city":"深圳"' in out[3]
     assert "[ran as e2]" in out[3] and "id call-shenzhen-001" in out[3]
     assert out[4].startswith("   └─ chat gpt-4.1  call3") and "finish stop" in out[4]
-    assert out[-1].startswith("1 traces, 2 calls (2 model, 1 tool spans)")
+    assert out[-1].startswith("1 trace, 2 calls (2 model spans, 1 tool span)")
     assert out[-1].endswith("0 HTTP exchanges not understood")
 
 
@@ -314,3 +314,200 @@ def test_show_renders_the_whole_call_not_the_analysis_copy(
         out = capsys.readouterr().out
         assert "chars, sha256" not in out
         assert " ".join(longest.split()[-6:]) in " ".join(out.split())
+
+
+# --- no dead ends: what can be known wrong is said before reading, in one line, exit 2 ----
+
+COMMANDS = (["exchanges"], ["calls"], ["analyze"], ["show", "--call", "call1"])
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c[0])
+def test_output_into_a_missing_directory_or_onto_one(
+    command: list[str], capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    name, *rest = command
+    for target, words in (
+        (tmp_path / "no" / "such" / "r.json", ["does not exist", "mkdir -p"]),
+        (tmp_path, ["is a directory", "give a file name"]),
+    ):
+        code = main([name, str(EXAMPLE), *rest, "-o", str(target), "--no-progress"])
+        err = capsys.readouterr().err
+        assert code == 2
+        (line,) = err.splitlines()
+        assert line.startswith(f"agentshark: -o {target}: ")
+        assert all(w in line for w in words)
+    assert not (tmp_path / "no").exists()
+    out = tmp_path / "r.txt"
+    assert main([name, str(EXAMPLE), *rest, "-o", str(out), "--no-progress"]) == 0
+    assert out.stat().st_size > 0
+
+
+def test_max_body_must_be_a_positive_size(capsys: pytest.CaptureFixture[str]) -> None:
+    for value in ("-5", "0", "lots"):
+        with pytest.raises(SystemExit) as exit_:
+            main(["calls", str(EXAMPLE), "--max-body", value])
+        assert exit_.value.code == 2
+        err = capsys.readouterr().err
+        assert "argument --max-body:" in err and "Traceback" not in err
+        assert ("positive size" in err) or ("not a size" in err)
+
+
+def test_missing_keylog_is_an_error_at_start(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    tls = str(CAPTURES / "https_tls13_h2" / "capture.pcap")
+    missing = tmp_path / "keys.log"
+    assert main(["calls", tls, "--keylog", str(missing)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        f"agentshark: --keylog {missing}: no such file (give the file SSLKEYLOGFILE named "
+        "when the client ran)\n"
+    )
+    assert main(["exchanges", tls, "--keylog", str(tmp_path)]) == 2
+    assert "a directory" in capsys.readouterr().err
+
+
+def test_unknown_api_lists_the_known_ones(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["calls", str(EXAMPLE), "--api", "gpt"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("agentshark: --api gpt: no such API family; known: a2a, ")
+    for name in ("openai.chat", "anthropic.messages", "mcp", "gemini.generate_content"):
+        assert name in line
+    assert "(or a first part: anthropic, bedrock, gemini, openai)" in line
+    for good in ("openai", "openai.chat", "gemini", "bedrock.converse"):
+        assert main(["calls", str(EXAMPLE), "--api", good, "--no-progress"]) == 0
+        capsys.readouterr()
+
+
+def test_help_has_a_line_per_argument_and_examples() -> None:
+    import argparse
+
+    from agentshark.cli import build_parser
+
+    parser = build_parser()
+    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    assert set(sub.choices) == {"exchanges", "calls", "analyze", "show"}
+    for name, cmd in sub.choices.items():
+        for action in cmd._actions:
+            assert action.help, f"{name} {action.dest} has no help line"
+        text = cmd.format_help()
+        assert "examples:" in text and f"agentshark {name} " in text.split("examples:")[1]
+
+
+# --- Ctrl-C: exit 130 and what was done so far --------------------------------------------
+
+
+def test_interrupt_says_what_was_done(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentshark.pipeline import run as real
+
+    def interrupted(paths: list[str], options: Any) -> Any:
+        for n, item in enumerate(real(paths, options)):
+            if n == 5:
+                raise KeyboardInterrupt
+            yield item
+
+    monkeypatch.setattr("agentshark.cli.run", interrupted)
+    for command in ("exchanges", "calls", "analyze"):
+        assert main([command, str(EXAMPLE), str(HAR), "--no-progress"]) == 130
+        err = capsys.readouterr().err
+        assert "Traceback" not in err
+        assert err.strip().startswith("agentshark: interrupted while reading input 1 of 2 (0 ")
+        assert "so far; the output is cut short" in err
+
+
+def test_sigint_during_analyze_exits_130() -> None:
+    """A real SIGINT, sent once the process waits for more of the capture on its stdin."""
+    import signal
+    import time
+
+    data = EXAMPLE.read_bytes()
+    for command in ("analyze", "exchanges"):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "agentshark", command, "-"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            cwd=ROOT,
+        )
+        assert proc.stdin is not None
+        proc.stdin.write(data)
+        proc.stdin.flush()
+        wchan = Path(f"/proc/{proc.pid}/wchan")
+        deadline = time.monotonic() + 60  # a wait, not a timing assertion
+        while "pipe" not in wchan.read_text() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if "pipe" not in wchan.read_text():
+            proc.kill()
+            pytest.skip("this kernel does not say what a process waits for")
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130
+        assert err.decode().strip() == (
+            "agentshark: interrupted while reading input 1 of 1 (0 read whole), 6 exchanges "
+            f"and {6 if command == 'analyze' else 0} calls so far; the output is cut short"
+        )
+
+
+# --- silence: say what was recognized and why nothing is listed ---------------------------
+
+GEMINI = (
+    CORPUS / "pydantic__pydantic-ai/tests/models/cassettes/test_google/"
+    "test_google_model_iter_stream.yaml"
+)
+BEDROCK = (
+    CORPUS / "pydantic__pydantic-ai/tests/models/cassettes/test_bedrock/"
+    "test_bedrock_model_stream.yaml"
+)
+REALTIME = CAPTURES / "ws_realtime_plain" / "capture.pcap"
+
+
+def test_unparsed_families_are_named(capsys: pytest.CaptureFixture[str]) -> None:
+    inputs = [str(GEMINI), str(BEDROCK), str(REALTIME)]
+    assert main(["calls", *inputs, "--format", "json", "--no-progress"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["calls"] == []  # named, never faked as calls
+    assert report["not_parsed"] == [
+        {
+            "api": "gemini.generate_content",
+            "name": "Gemini streamGenerateContent",
+            "exchanges": ["e1", "e2", "e3"],
+        },
+        {"api": "bedrock.converse", "name": "Bedrock ConverseStream", "exchanges": ["e4"]},
+        {"api": "openai.realtime", "name": "OpenAI Realtime over WebSocket", "exchanges": ["e5"]},
+    ]
+    assert main(["calls", *inputs, "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "0 calls: 5 exchanges, none of a parsed API (OpenAI, Anthropic, MCP, A2A)" in out
+    assert "3 exchanges look like Gemini streamGenerateContent (not parsed yet): e1, e2, e3" in out
+    assert "1 exchange looks like Bedrock ConverseStream (not parsed yet): e4" in out
+    assert "1 exchange looks like OpenAI Realtime over WebSocket (not parsed yet): e5" in out
+    assert main(["analyze", *inputs, "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "5 HTTP exchanges not understood" in out
+    assert "3 exchanges look like Gemini streamGenerateContent (not parsed yet)" in out
+    assert main(["analyze", *inputs, "--format", "json", "--no-progress"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["not_parsed"]) == 3
+
+
+def test_zero_calls_says_why(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    tls = str(CAPTURES / "https_tls13_h2" / "capture.pcap")
+    assert main(["calls", tls, "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "0 calls: no HTTP exchanges: 1 TLS connection stayed encrypted (no key for it: " in out
+    assert main(["exchanges", tls, "--no-progress"]) == 0
+    assert "0 exchanges: 1 TLS connection stayed encrypted" in capsys.readouterr().out
+    assert main(["calls", str(EXAMPLE), "--api", "mcp", "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "0 calls: 6 calls of other APIs (openai.chat 6) left out by --api mcp" in out
+    assert main(["calls", str(HAR), "--no-progress"]) == 0
+    out = capsys.readouterr().out  # a HAR file's WebSocket to /v1/realtime
+    assert "1 exchange looks like OpenAI Realtime over WebSocket (not parsed yet): e2" in out
+    assert main(["calls", str(EXAMPLE), "--no-progress"]) == 0
+    assert "\n6 calls\n" in capsys.readouterr().out
+    empty = tmp_path / "empty.pcap"
+    empty.write_bytes(EXAMPLE.read_bytes()[:24])  # a pcap header, no packet
+    assert main(["calls", str(empty), "--no-progress"]) == 0
+    assert "0 calls: no HTTP exchanges in the input" in capsys.readouterr().out

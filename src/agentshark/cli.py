@@ -1,19 +1,34 @@
-"""The command line: argument parsing and choosing a writer; nothing else."""
+"""The command line: argument parsing and choosing a writer; nothing else.
+
+Exit status: 0 when every input was read; 1 when some input could not be (said on stderr,
+the others still reported); 2 when the command line cannot run as given, said in one line
+before any input is read (an ``-o`` path that is a directory or in a missing directory, a
+``--keylog`` that is not a readable file, an unknown ``--api``, a ``--max-body`` that is not
+a positive size); 130 on Ctrl-C, with a line saying how far the run got. A
+:class:`~agentshark.output.census.Census` watches the items on their way to the writer for
+that line and for the views' "0 calls" reasons and unparsed families.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import textwrap
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+import orjson
+
 from agentshark import __version__
 from agentshark.apis.model import Call
+from agentshark.apis.registry import known_apis
 from agentshark.output.calls_text import CallsTextWriter
+from agentshark.output.census import Census
 from agentshark.output.jsonreport import JsonReportWriter
-from agentshark.output.report import RenderOptions
+from agentshark.output.report import RenderOptions, call_json
 from agentshark.output.show import render_call
 from agentshark.output.text import TextWriter
 from agentshark.output.trace_text import TraceTextWriter
@@ -29,14 +44,31 @@ def _size_arg(text: str) -> int:
     mult = units.get(t[-1:], 1)
     number = t[:-1] if t[-1:] in units else t
     try:
-        return int(float(number) * mult)
-    except ValueError:
+        size = int(float(number) * mult)
+    except (ValueError, OverflowError):
         raise argparse.ArgumentTypeError(f"not a size: {text!r} (try 256M)") from None
+    if size <= 0:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a positive size: give the largest decoded body to keep, "
+            "like 256M or 1G"
+        )
+    return size
+
+
+_INPUTS = (
+    "pcap/pcapng captures, HAR 1.2 files, vcrpy cassettes or MCP stdio transcripts "
+    "(format detected from the content); '-' reads standard input"
+)
+_FORMAT_HELP = "text: a table for people (default); json: the report (agentshark.report/1)"
+_WIDE_HELP = (
+    "never cut a column (columns are cut to fit only when writing to a terminal; piped or "
+    "written with -o, nothing is cut)"
+)
 
 
 def _add_input_options(cmd: argparse.ArgumentParser) -> None:
-    cmd.add_argument("files", nargs="+", metavar="FILE")
-    cmd.add_argument("--format", choices=("text", "json"), default="text")
+    cmd.add_argument("files", nargs="+", metavar="FILE", help=_INPUTS)
+    cmd.add_argument("--format", choices=("text", "json"), default="text", help=_FORMAT_HELP)
     cmd.add_argument(
         "--no-redact",
         action="store_true",
@@ -47,7 +79,7 @@ def _add_input_options(cmd: argparse.ArgumentParser) -> None:
         type=_size_arg,
         default=Options().max_body,
         metavar="SIZE",
-        help="decoded size limit per body (default 256M)",
+        help="decoded size limit per body, a positive size like 64K, 256M, 1G (default 256M)",
     )
     cmd.add_argument(
         "--keylog",
@@ -56,22 +88,77 @@ def _add_input_options(cmd: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="TLS key log (SSLKEYLOGFILE format) to decrypt captured TLS; repeatable",
     )
-    cmd.add_argument("-o", "--output", metavar="FILE", help="write the report to FILE")
-    cmd.add_argument("--no-progress", action="store_true", help="never show a progress bar")
+    cmd.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="write the report to FILE (its directory must exist) instead of standard output",
+    )
+    cmd.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="never show a progress bar (it shows on a terminal for inputs of 32 MB or more)",
+    )
+
+
+_EXCHANGES_EXAMPLES = """examples:
+  agentshark exchanges agent.pcap
+  agentshark exchanges agent.pcap --keylog keys.log          # HTTPS, keys from SSLKEYLOGFILE
+  agentshark exchanges session.har tests/cassettes/test_agent.yaml
+  agentshark exchanges a.pcap --format json --events -o report.json
+  tcpdump -i lo -s 0 -U -w - 'tcp port 8000' | agentshark exchanges -
+"""
+_CALLS_EXAMPLES = """examples:
+  agentshark calls agent.pcap --keylog keys.log
+  agentshark calls agent.pcap --api mcp --api anthropic      # only these families
+  agentshark calls transcript.jsonl                          # MCP over stdio
+  agentshark calls agent.pcap --format json -o report.json
+
+The ID column is what `agentshark show FILE --call ID` takes. COMPLETE says whether the
+whole call was seen (its stream ended), not whether it succeeded: errors are in OUTPUT.
+"""
+_ANALYZE_EXAMPLES = """examples:
+  agentshark analyze examples/agent_chat.pcap
+  agentshark analyze agent.pcap --keylog keys.log --format json -o report.json
+
+Each line of a tree names its call (call7) and span (span 1f0c2b4a9e7d6c35): give them to
+`agentshark show FILE --call call7` or `--span 1f0c2b4a9e7d6c35`.
+"""
+_SHOW_EXAMPLES = """examples:
+  agentshark show agent.pcap --keylog keys.log --call call7
+  agentshark show agent.pcap --keylog keys.log --span 1f0c2b4a9e7d6c35
+  agentshark show agent.pcap --call call7 --format json      # the call as the report has it
+"""
+
+
+def _command(
+    sub: Any, name: str, *, summary: str, description: str, epilog: str
+) -> argparse.ArgumentParser:
+    cmd: argparse.ArgumentParser = sub.add_parser(
+        name,
+        help=summary,
+        description=textwrap.fill(description, 92),
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    return cmd
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="agentshark",
         description="See exactly what AI agents say on the wire.",
+        epilog="Run `agentshark COMMAND --help` for each command's options and examples.",
     )
     parser.add_argument("--version", action="version", version=f"agentshark {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    ex = sub.add_parser(
+    ex = _command(
+        sub,
         "exchanges",
-        help="list the HTTP exchanges in captures, HAR files and cassettes",
+        summary="list the HTTP exchanges in captures, HAR files and cassettes",
         description="Read pcap/pcapng captures, HAR 1.2 files and vcrpy cassettes (format "
         "detected from content; '-' reads standard input) and report every HTTP exchange.",
+        epilog=_EXCHANGES_EXAMPLES,
     )
     _add_input_options(ex)
     ex.add_argument(
@@ -79,12 +166,16 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="include body pieces and stream events (SSE, NDJSON...) per exchange",
     )
-    calls = sub.add_parser(
+    ex.add_argument("--wide", action="store_true", help=_WIDE_HELP)
+    ex.set_defaults(api=[])
+    calls = _command(
+        sub,
         "calls",
-        help="list the model calls (OpenAI, Anthropic...) found in the exchanges",
+        summary="list the model calls (OpenAI, Anthropic...) found in the exchanges",
         description="Recognize the API calls in captures, HAR files and cassettes and report "
         "each as a normalized call: messages and parts, tool calls, finish reasons, usage, "
         "errors, completeness. --format json writes the report with its exchanges and calls.",
+        epilog=_CALLS_EXAMPLES,
     )
     _add_input_options(calls)
     calls.add_argument(
@@ -95,29 +186,37 @@ def build_parser() -> argparse.ArgumentParser:
         help="only calls of this API family: a whole name (openai.chat, mcp, a2a) or its "
         "first part (openai, anthropic); repeatable",
     )
+    calls.add_argument("--wide", action="store_true", help=_WIDE_HELP)
     calls.set_defaults(events=False)
-    analyze = sub.add_parser(
+    analyze = _command(
+        sub,
         "analyze",
-        help="agent traces: model calls and tool calls linked into runs, with incidents",
+        summary="agent traces: model calls and tool calls linked into runs, with incidents",
         description="Link the calls of captures, HAR files, cassettes and MCP stdio "
         "transcripts into agent runs (W3C traceparent, previous_response_id, replayed "
         "history, tool call ids, MCP sessions, application ids) and show each as a tree "
         "with the protocol mistakes found. --format json writes the whole report.",
+        epilog=_ANALYZE_EXAMPLES,
     )
     _add_input_options(analyze)
+    analyze.add_argument(
+        "--wide", action="store_true", help="show tool arguments and results at length"
+    )
     analyze.set_defaults(events=False, api=[])
-    show = sub.add_parser(
+    show = _command(
+        sub,
         "show",
-        help="one call's messages and parts, numbered, and by category",
+        summary="one call's messages and parts, numbered, and by category",
         description="Show the input and output messages of one call (or of the call a span "
         "stands for), every part with its message and part number, then the parts grouped "
         "by category (system, user, reasoning, planned tool calls, tool results, answer).",
+        epilog=_SHOW_EXAMPLES,
     )
     _add_input_options(show)
     which = show.add_mutually_exclusive_group(required=True)
     which.add_argument("--call", metavar="ID", help="a call id from `agentshark calls`")
     which.add_argument("--span", metavar="ID", help="a span id from `agentshark analyze`")
-    show.set_defaults(events=False, api=[])
+    show.set_defaults(events=False, api=[], wide=False)
     return parser
 
 
@@ -155,27 +254,97 @@ class _Progress:
             self._stream.write("\n")
 
 
+class UsageError(Exception):
+    """A command line that cannot run as given: said in one line, exit status 2."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.command == "show":
-        return _show(args)
-    return _report(args, calls=args.command in ("calls", "analyze"))
+    census = Census(len(args.files))
+    try:
+        _check(args)
+        if args.command == "show":
+            return _show(args, census)
+        return _report(args, census, calls=args.command in ("calls", "analyze"))
+    except UsageError as exc:
+        print(f"agentshark: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        where = args.output or "the output"
+        print(f"\nagentshark: interrupted {census.so_far()}; {where} is cut short", file=sys.stderr)
+        return 130
 
 
-def _show(args: argparse.Namespace) -> int:
+def _check(args: argparse.Namespace) -> None:
+    """What can be known wrong before reading any input: the output path, the key logs,
+    the API names."""
+    if args.output:
+        _check_output(args.output)
+    for path in args.keylog:
+        keylog = Path(path)
+        if not keylog.exists():
+            raise UsageError(
+                f"--keylog {path}: no such file (give the file SSLKEYLOGFILE named when the "
+                "client ran)"
+            )
+        if keylog.is_dir() or not os.access(keylog, os.R_OK):
+            what = "a directory" if keylog.is_dir() else "not readable"
+            raise UsageError(f"--keylog {path}: {what} (give the key log file itself)")
+    unknown = [name for name in args.api if not _known_api(name)]
+    if unknown:
+        known = known_apis()
+        prefixes = sorted({k.split(".")[0] for k in known if "." in k})
+        raise UsageError(
+            f"--api {unknown[0]}: no such API family; known: {', '.join(known)} "
+            f"(or a first part: {', '.join(prefixes)})"
+        )
+
+
+def _known_api(name: str) -> bool:
+    return any(k == name or k.startswith(f"{name}.") for k in known_apis())
+
+
+def _check_output(output: str) -> None:
+    path = Path(output)
+    if path.is_dir():
+        raise UsageError(
+            f"-o {output}: is a directory; give a file name, e.g. -o {path / 'report.json'}"
+        )
+    parent = path.parent
+    if not parent.is_dir():
+        what = "is not a directory" if parent.exists() else "does not exist"
+        raise UsageError(
+            f"-o {output}: the directory {parent} {what} (create it first: mkdir -p {parent})"
+        )
+    if path.exists() and not os.access(path, os.W_OK):
+        raise UsageError(f"-o {output}: the file is not writable (choose another -o FILE)")
+    if not path.exists() and not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(f"-o {output}: cannot create files in {parent} (choose another -o FILE)")
+
+
+def _show(args: argparse.Namespace, census: Census) -> int:
     options = Options(max_body=args.max_body, keylogs=args.keylog, calls=True)
     failed = 0
     wanted = args.call
     if args.span is not None:
         if "-" in args.files:
-            print("agentshark: --span reads the input twice: give files, not -", file=sys.stderr)
+            print(
+                "agentshark: --span reads the input twice: give files, not - "
+                "(or show a call by its id: --call ID, from `agentshark calls -`)",
+                file=sys.stderr,
+            )
             return 2
         analysis = Analysis()
-        failed = sum(_report_failure(item) for item in analysis.watch(run(args.files, options)))
+        items = analysis.watch(census.watch(run(args.files, options)))
+        failed = sum(_report_failure(item) for item in items)
         analysis.finish()
         spans = [s for t in analysis.traces for s in t.spans if s.span_id == args.span]
         if not spans:
-            print(f"agentshark: no span {args.span} (see `agentshark analyze`)", file=sys.stderr)
+            print(
+                f"agentshark: no span {args.span} in the input (the span ids are printed by "
+                f"`agentshark analyze {' '.join(args.files)}`)",
+                file=sys.stderr,
+            )
             return 2
         wanted = spans[0].call_id
         if wanted is None:
@@ -188,7 +357,8 @@ def _show(args: argparse.Namespace) -> int:
     # The whole call (the analysis keeps slim copies): read the input for it.
     call: Call | None = None
     known: list[str] = []
-    for item in run(args.files, options):
+    reading = census if args.span is None else Census(len(args.files))  # a second reading
+    for item in reading.watch(run(args.files, options)):
         if args.span is None:
             failed += _report_failure(item)
         if isinstance(item, Call):
@@ -197,12 +367,24 @@ def _show(args: argparse.Namespace) -> int:
                 break
             known.append(item.id)
     if call is None:
-        listed = ", ".join(known[:10]) or "none"
-        print(f"agentshark: no call {wanted} in the input (calls: {listed}...)", file=sys.stderr)
+        listed = ", ".join(known[:10]) + ("…" if len(known) > 10 else "")
+        found = f"its calls: {listed}" if known else f"it has no calls: {reading.why_no_calls()}"
+        print(f"agentshark: no call {wanted} in the input ({found})", file=sys.stderr)
         return 2
     out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115, PTH123
     try:
-        render_call(call, out, redact=not args.no_redact)
+        if args.format == "json":
+            render = RenderOptions(redact=not args.no_redact, max_body=args.max_body)
+            out.write(orjson.dumps(call_json(call, render), option=orjson.OPT_INDENT_2).decode())
+            out.write("\n")
+        else:
+            render_call(
+                call,
+                out,
+                redact=not args.no_redact,
+                exchange_diagnostics=reading.unfinished.get(call.exchange_id, []),
+            )
+        out.flush()
     except BrokenPipeError:
         return 0
     finally:
@@ -211,7 +393,7 @@ def _show(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def _report(args: argparse.Namespace, *, calls: bool) -> int:
+def _report(args: argparse.Namespace, census: Census, *, calls: bool) -> int:
     render = RenderOptions(redact=not args.no_redact, events=args.events, max_body=args.max_body)
     total = sum(Path(f).stat().st_size for f in args.files if f != "-" and Path(f).is_file())
     progress = None
@@ -223,7 +405,7 @@ def _report(args: argparse.Namespace, *, calls: bool) -> int:
     out_file = Path(args.output).open("wb") if args.output else None  # noqa: SIM115
     analysis = Analysis() if args.command == "analyze" else None
     try:
-        items = _selected(run(args.files, options), wanted)
+        items = _selected(census.watch(run(args.files, options)), wanted)
         if analysis is not None:
             items = analysis.watch(items)
         if args.format == "json":
@@ -233,9 +415,11 @@ def _report(args: argparse.Namespace, *, calls: bool) -> int:
                 jwriter.write(item)
                 failed += _report_failure(item)
             sections: list[tuple[str, Iterable[Any]]] = []
+            if calls:
+                sections.append(("not_parsed", census.not_parsed()))
             if analysis is not None:
                 analysis.finish()
-                sections = [
+                sections += [
                     ("traces", (t.to_json() for t in analysis.traces)),
                     ("incidents", (i.to_json() for i in analysis.incidents)),
                 ]
@@ -248,12 +432,15 @@ def _report(args: argparse.Namespace, *, calls: bool) -> int:
                     sources.append(item)
             analysis.finish()
             text = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115, PTH123
-            TraceTextWriter(text, redact=render.redact).write(
+            trace_writer = TraceTextWriter(text, redact=render.redact)
+            trace_writer.wide = args.wide
+            trace_writer.write(
                 analysis.traces,
                 analysis.incidents,
                 analysis.calls,
                 sources,
                 unclaimed=analysis.not_understood(),
+                census=census,
             )
             text.flush()
         else:
@@ -261,9 +448,11 @@ def _report(args: argparse.Namespace, *, calls: bool) -> int:
             twriter: TextWriter | CallsTextWriter = (
                 CallsTextWriter(text, render) if calls else TextWriter(text, render)
             )
+            twriter.wide = _wide(args, text)
             for item in items:
                 twriter.write(item)
                 failed += _report_failure(item)
+            twriter.finish(census, wanted)
             text.flush()
     except BrokenPipeError:
         return 0
@@ -273,6 +462,11 @@ def _report(args: argparse.Namespace, *, calls: bool) -> int:
         if out_file is not None:
             out_file.close()
     return 1 if failed else 0
+
+
+def _wide(args: argparse.Namespace, out: TextIO) -> bool:
+    """Columns are cut to fit only on a terminal, and not with --wide."""
+    return bool(args.wide) or not out.isatty()
 
 
 def _selected(items: Iterator[Item], apis: tuple[str, ...]) -> Iterator[Item]:

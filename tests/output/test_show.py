@@ -232,7 +232,7 @@ def test_system_instructions_and_developer_messages_are_system() -> None:
     assert flat["system"][0].side == "system"
     assert flat["system"][0].message is None
     lines = _render(call)
-    assert lines[lines.index("system instructions (1 parts)") + 1] == (
+    assert lines[lines.index("system instructions (1 part)") + 1] == (
         "  part [0] · text: You are a weather assistant."
     )
     assert "    system instructions part [0] · text: You are a weather assistant." in lines

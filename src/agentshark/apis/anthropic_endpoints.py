@@ -25,7 +25,7 @@ from urllib.parse import unquote
 from agentshark.apis.anthropic_blocks import error_of, parse_request, usage_of
 from agentshark.apis.anthropic_stream import stream_events
 from agentshark.apis.model import Call, CallError, Json, Message, TextPart
-from agentshark.apis.view import ExchangeView
+from agentshark.apis.view import ExchangeView, json_failure
 from agentshark.errors import Diagnostic
 from agentshark.model import header
 
@@ -215,7 +215,8 @@ def parse_body(view: ExchangeView, call: Call, parse: BodyParser) -> None:
             Diagnostic(
                 code="anthropic.response_not_recognized",
                 location=f"{view.exchange.id} response body",
-                message=f"the response body is not the {call.api} response shape",
+                message=f"the response body is not the {call.api} response shape"
+                + ("" if body is not None else f": it is {json_failure(view.response_body)}"),
             )
         )
     call.complete = parsed and view.exchange.complete

@@ -57,7 +57,7 @@ from agentshark.apis.openai_common import (
     usage_from,
 )
 from agentshark.apis.openai_endpoints import ENDPOINT_FAMILIES
-from agentshark.apis.view import ExchangeView
+from agentshark.apis.view import ExchangeView, json_failure
 from agentshark.errors import Diagnostic
 
 if TYPE_CHECKING:
@@ -169,7 +169,11 @@ class ChatCompletions:
                 _parse_completion(extras, call)
             elif call.error is None and view.response_body.strip():
                 call.diagnostics.append(
-                    _diag(view, "openai_chat.unexpected_body", "the response body is not JSON")
+                    _diag(
+                        view,
+                        "openai_chat.unexpected_body",
+                        f"the response body is {json_failure(view.response_body)}",
+                    )
                 )
                 complete = False
             call.complete = complete and view.exchange.response is not None

@@ -5,6 +5,11 @@ and stream event names weigh most, host least) and ``parse(view, call)``, which 
 whose common fields (timing, provider request ids, trace context) are already set. The best
 claim wins; no claim leaves a plain HTTP exchange. The list below is the whole registry:
 adding a family is adding a line (no import-by-name magic).
+
+Families that are recognized but not parsed yet (:data:`UNPARSED`: Gemini, Bedrock, OpenAI
+Realtime) are named by :func:`unparsed_api` from the request's path alone, so a view can say
+"3 exchanges look like Gemini generateContent (not parsed yet)" instead of nothing; they make
+no call.
 """
 
 from __future__ import annotations
@@ -12,8 +17,11 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol
+from urllib.parse import unquote, urlsplit
 
 from agentshark.apis.model import Call, Timing
 from agentshark.apis.view import ExchangeView
@@ -57,6 +65,120 @@ def families() -> Sequence[ApiFamily]:
         *mcp.FAMILIES,
         *a2a.FAMILIES,
     )
+
+
+def known_apis() -> list[str]:
+    """The ``api`` names calls can have (parsed families), then the recognized unparsed ones."""
+    parsed = sorted({f.api for f in families() if f.api})
+    return parsed + [n for n in dict.fromkeys(u.api for u in UNPARSED) if n not in parsed]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UnparsedApi:
+    """An API family recognized by its endpoint path, not parsed yet."""
+
+    api: str  # the report's api name it will have (DESIGN.md)
+    pattern: re.Pattern[str]  # over the URL-decoded path; group "op" names the operation
+    names: dict[str, str]  # operation -> what a user reads ("Gemini generateContent")
+    websocket: bool = False  # only a WebSocket upgrade (GET + Upgrade: websocket) counts
+
+
+# Paths, from the vendors' API references: Gemini `models/{model}:generateContent`
+# (https://ai.google.dev/api/generate-content), also under Vertex `publishers/google/models/`
+# and Code Assist `v1internal:`; Bedrock Runtime `/model/{modelId}/converse` and friends
+# (https://docs.aws.amazon.com/bedrock/latest/APIReference/API_Operations_Amazon_Bedrock_Runtime.html);
+# OpenAI Realtime: a WebSocket to `/v1/realtime` and the WebRTC `/v1/realtime/calls`,
+# `/v1/realtime/client_secrets` (https://platform.openai.com/docs/api-reference/realtime).
+UNPARSED: tuple[UnparsedApi, ...] = (
+    UnparsedApi(
+        api="gemini.generate_content",
+        pattern=re.compile(r":(?P<op>generateContent|streamGenerateContent)$"),
+        names={
+            "generateContent": "Gemini generateContent",
+            "streamGenerateContent": "Gemini streamGenerateContent",
+        },
+    ),
+    UnparsedApi(
+        api="gemini.count_tokens",
+        pattern=re.compile(r"(?:models/[^/]+|v1internal):(?P<op>countTokens)$"),
+        names={"countTokens": "Gemini countTokens"},
+    ),
+    UnparsedApi(
+        api="gemini.embed_content",
+        pattern=re.compile(r"models/[^/]+:(?P<op>embedContent|batchEmbedContents)$"),
+        names={
+            "embedContent": "Gemini embedContent",
+            "batchEmbedContents": "Gemini batchEmbedContents",
+        },
+    ),
+    UnparsedApi(
+        api="bedrock.converse",
+        pattern=re.compile(r"/model/.+/(?P<op>converse|converse-stream)$"),
+        names={"converse": "Bedrock Converse", "converse-stream": "Bedrock ConverseStream"},
+    ),
+    UnparsedApi(
+        api="bedrock.invoke",
+        pattern=re.compile(r"/model/.+/(?P<op>invoke|invoke-with-response-stream)$"),
+        names={
+            "invoke": "Bedrock InvokeModel",
+            "invoke-with-response-stream": "Bedrock InvokeModelWithResponseStream",
+        },
+    ),
+    UnparsedApi(
+        api="bedrock.count_tokens",
+        pattern=re.compile(r"/model/.+/(?P<op>count-tokens)$"),
+        names={"count-tokens": "Bedrock CountTokens"},
+    ),
+    UnparsedApi(
+        api="openai.realtime",
+        pattern=re.compile(r"/realtime(?P<op>)/?$"),
+        names={"": "OpenAI Realtime over WebSocket"},
+        websocket=True,
+    ),
+    UnparsedApi(
+        api="openai.realtime",
+        pattern=re.compile(r"/realtime/(?P<op>calls|client_secrets|sessions)/?$"),
+        names={
+            "calls": "OpenAI Realtime WebRTC call",
+            "client_secrets": "OpenAI Realtime client secret",
+            "sessions": "OpenAI Realtime session",
+        },
+    ),
+)
+
+
+def unparsed_api(exchange: Exchange) -> tuple[str, str] | None:
+    """``(api, name)`` of the unparsed family ``exchange``'s request path belongs to, if any.
+
+    Cheap: one split of the URL and a few anchored patterns; the body is not read."""
+    req = exchange.request
+    if req is None:
+        return None
+    target = req.target
+    path = target.partition("?")[0] if target.startswith("/") else urlsplit(req.url).path
+    if "%" not in path and ":" not in path and "/model/" not in path and "/realtime" not in path:
+        return None  # the common case: a few looks at the path
+    if "%" in path:
+        path = unquote(path)  # Bedrock model ids are URL-encoded (anthropic.claude%3A0)
+    for family in UNPARSED:
+        m = family.pattern.search(path)
+        if m is None:
+            continue
+        if family.websocket and not _websocket_upgrade(exchange):
+            continue
+        return family.api, family.names[m.group("op")]
+    return None
+
+
+def _websocket_upgrade(exchange: Exchange) -> bool:
+    """A WebSocket opening handshake (RFC 6455 §4.1), or an HTTP/2 extended CONNECT
+    (RFC 8441)."""
+    if exchange.upgrade == "websocket":
+        return True
+    req = exchange.request
+    assert req is not None
+    upgrade = _first_values(req.headers, ("upgrade", ":protocol"))
+    return any(v.lower() == "websocket" for v in upgrade.values())
 
 
 def recognize(

@@ -179,6 +179,19 @@ def _head(pieces: list[tuple[float, bytes]], n: int) -> bytes:
     return bytes(out)
 
 
+def json_failure(data: bytes) -> str:
+    """Why ``data`` is not one JSON text, in words for a diagnostic: the parser's message and
+    position, and for JSON nested deeper than the parser takes (orjson stops at 1024 levels)
+    that it is JSON, too deep, rather than "not JSON". Only called once parsing failed."""
+    try:
+        orjson.loads(data.strip())
+    except orjson.JSONDecodeError as exc:
+        if str(exc).startswith("depth limit"):
+            return f"JSON nested deeper than the 1024 levels the parser takes ({exc})"
+        return f"not JSON ({exc})"
+    return "JSON, but not of the expected shape"  # it parses
+
+
 def _first_byte(pieces: list[tuple[float, bytes]]) -> bytes:
     """The body's first byte after ASCII whitespace (what ``bytes.strip`` drops), or b""."""
     for _, piece in pieces:

@@ -82,6 +82,7 @@ class ExchangeAssembler:
         self._tls = tls
         self._open: dict[int, _Open] = {}
         self.diagnostics: list[Diagnostic] = []  # problems not tied to one exchange
+        self._bad_request: Diagnostic | None = None  # the last request the parser gave up on
 
     def handle(self, events: Iterable[HttpEvent]) -> list[Exchange]:
         done: list[Exchange] = []
@@ -122,6 +123,8 @@ class ExchangeAssembler:
                 )
                 o = None if ev.stream is None else self._open.get(ev.stream)
                 (o.diagnostics if o is not None else self.diagnostics).append(diag)
+                if o is None and not ev.response and self._bad_request is None:
+                    self._bad_request = diag  # its response then says why it has no request
             elif isinstance(ev, StreamReset):
                 done.extend(self._on_reset(ev))
             elif isinstance(ev, ConnectionGoAway):
@@ -351,7 +354,7 @@ class ExchangeAssembler:
                 Diagnostic(
                     code="http.response_without_request",
                     message="a response whose request is not in the capture "
-                    "(the capture started after the request was sent)",
+                    f"({self._why_no_request()})",
                     location=self._location,
                 )
             )
@@ -365,6 +368,14 @@ class ExchangeAssembler:
                 )
             )
         return [ex]
+
+    def _why_no_request(self) -> str:
+        """Why a response has no request: the request the parser gave up on (a head too
+        long...), else a capture that began after the request was sent."""
+        bad, self._bad_request = self._bad_request, None
+        if bad is None:
+            return "the capture started after the request was sent"
+        return f"its request could not be parsed: {bad.message}, at {bad.location}"
 
     def _tls_facts(self) -> dict[str, object] | None:
         """The session facts an exchange carries; running counters stay on the connection."""

@@ -18,7 +18,7 @@ import json
 import re
 import textwrap
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO, assert_never
 
@@ -37,6 +37,7 @@ from agentshark.apis.model import (
     UriPart,
     part_json,
 )
+from agentshark.errors import Diagnostic
 from agentshark.output.redact import REDACTION, redactor
 
 CATEGORIES = (
@@ -127,15 +128,22 @@ def _category(side: str, role: str | None, part: Part) -> str:
 
 
 def render_call(
-    call: Call, out: TextIO, *, redact: bool = True, width: int = 100, max_text: int = 2000
+    call: Call,
+    out: TextIO,
+    *,
+    redact: bool = True,
+    width: int = 100,
+    max_text: int = 2000,
+    exchange_diagnostics: Sequence[Diagnostic] = (),
 ) -> None:
     """Write ``call`` to ``out``: header, system instructions, input and output messages
     with numbered parts, then the parts by category. Strings longer than ``max_text``
-    characters are cut with a note of how much is left out."""
+    characters are cut with a note of how much is left out. An incomplete call says why:
+    its diagnostics, then ``exchange_diagnostics`` (those of the exchange it came from)."""
     view = _View(redact=redact, width=max(width, _MIN_WIDTH), max_text=max(max_text, 0))
     out = redactor(redact).stream(out)
     lines = [
-        *_header(call, view),
+        *_header(call, view, exchange_diagnostics),
         "",
         *_system_section(call, view),
         "",
@@ -181,7 +189,7 @@ class _View:
                 break_on_hyphens=False,
             ) or [first.rstrip()]
         if hidden:
-            lines.append(f"{rest}… ({hidden} more chars)")
+            lines.append(f"{rest}… ({hidden} more char{'' if hidden == 1 else 's'})")
         return lines
 
     def short(self, value: object) -> str:
@@ -216,7 +224,7 @@ def _as_text(value: object) -> str:
 # --- header -------------------------------------------------------------------------------
 
 
-def _header(call: Call, view: _View) -> list[str]:
+def _header(call: Call, view: _View, exchange_diagnostics: Sequence[Diagnostic]) -> list[str]:
     title = " · ".join(view.short(x) for x in (call.id, call.api, call.operation) if x)
     lines = [f"call {title}"]
 
@@ -246,6 +254,12 @@ def _header(call: Call, view: _View) -> list[str]:
     for d in call.diagnostics:
         where = f" at {d.location}" if d.location else ""
         field("diagnostic", f"{d.severity} {d.code}{where}: {d.message}")
+    if not call.complete:
+        for d in exchange_diagnostics:
+            where = f" at {d.location}" if d.location else ""
+            field("incomplete", f"{d.severity} {d.code}{where}: {d.message}")
+        if not exchange_diagnostics and all(d.severity == "info" for d in call.diagnostics):
+            field("incomplete", f"its exchange {call.exchange_id} did not end in the capture")
     return lines
 
 
@@ -282,7 +296,15 @@ def _usage(call: Call) -> str:
 def _error(call: Call) -> str:
     e = call.error
     if e is None:
-        return "-"
+        failed = any(
+            isinstance(p, ToolCallResponsePart) and p.provider_details.get("is_error") is True
+            for m in call.output_messages
+            for p in m.parts
+        )
+        return "- (the tool result says isError: the tool failed)" if failed else "-"
+    if e.type == "jsonrpc":
+        http = f", HTTP {e.status}" if e.status is not None else ""
+        return f"JSON-RPC error {e.code}{http}: {e.message or '(no message)'} (from {e.source})"
     kind = " ".join(str(x) for x in (e.status, e.type, e.code) if x is not None)
     return f"{kind}: {e.message or '(no message)'} (from {e.source})"
 
@@ -325,7 +347,8 @@ def _tool_name(definition: Json) -> str:
 def _system_section(call: Call, view: _View) -> list[str]:
     if not call.system_instructions:
         return ["system instructions: none"]
-    lines = [f"system instructions ({len(call.system_instructions)} parts)"]
+    count = len(call.system_instructions)
+    lines = [f"system instructions ({count} part{'' if count == 1 else 's'})"]
     for k, part in enumerate(call.system_instructions):
         lines += _part_lines(part, f"part [{k}]", 2, view)
     return lines

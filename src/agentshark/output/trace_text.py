@@ -1,4 +1,11 @@
-"""The ``analyze`` view: one tree per trace, its incidents under it, a summary line."""
+"""The ``analyze`` view: one tree per trace, its incidents under it, a summary line.
+
+Every span that stands for a call names the call and the span (``call7``, ``span 1f0c…``),
+the ids ``agentshark show --call/--span`` takes. An INCOMPLETE call says why (its first
+diagnostic); errors read as what they are (``JSON-RPC ERROR -32602``, ``TOOL ERROR`` for an
+MCP result with ``isError``), not as an HTTP status. The summary line names the exchanges of
+API families recognized but not parsed yet, and the inputs that could not be read whole.
+"""
 
 from __future__ import annotations
 
@@ -8,15 +15,21 @@ from typing import TextIO
 
 import orjson
 
-from agentshark.apis.model import Call, Json
+from agentshark.apis.model import Call, Json, ToolCallResponsePart
+from agentshark.output.calls_text import error_text
+from agentshark.output.census import Census, plural, reasons
 from agentshark.output.redact import redactor
 from agentshark.pipeline import SourceReport
 from agentshark.trace.model import Incident, Span, Trace
 
 PREVIEW = 70
+WIDE_PREVIEW = 2000
 
 
 class TraceTextWriter:
+    wide = False  # tool arguments and results at length (set by the CLI)
+    _census: Census | None = None  # what the run saw, given to write()
+
     def __init__(self, out: TextIO, *, redact: bool = True) -> None:
         self._redactor = redactor(redact)
         self._out = self._redactor.stream(out)  # every line redacted, whatever writes it
@@ -29,7 +42,9 @@ class TraceTextWriter:
         sources: Sequence[SourceReport],
         *,
         unclaimed: int,
+        census: Census | None = None,
     ) -> None:
+        self._census = census
         by_id = {c.id: c for c in calls}
         by_trace: dict[str | None, list[Incident]] = {}
         for incident in incidents:
@@ -51,19 +66,35 @@ class TraceTextWriter:
             w(f"{_mark(incident.severity)} {incident.rule}: {incident.message}\n")
         for source in sources:
             for d in source.diagnostics:
-                if d.severity == "error":
-                    w(f"! {source.path}: {d.code}: {d.message}\n")
+                if d.severity == "error" or d.code.endswith("truncated_file"):
+                    where = f" ({d.location})" if d.location else ""
+                    w(f"! {source.path}: {d.code}: {d.message}{where}\n")
         w(_summary(traces, incidents, calls, unclaimed) + "\n")
+        if census is not None:
+            if not calls:
+                w(f"  0 calls: {census.why_no_calls()}\n")
+            for line in census.not_parsed_lines():
+                w(f"  {line}\n")
+
+    def _incomplete(self, call: Call) -> str:
+        """INCOMPLETE with the first reason the report gives (the call's, else its
+        exchange's)."""
+        why = reasons(call.diagnostics)
+        if not why and self._census is not None:
+            why = reasons(self._census.unfinished.get(call.exchange_id, []))
+        if not why:
+            return "INCOMPLETE (its exchange did not end in the capture)"
+        return f"INCOMPLETE ({why[0].code}: {why[0].message})"
 
     def _header(self, n: int, trace: Trace, by_id: dict[str, Call]) -> str:
         models = sum(1 for s in trace.spans if s.kind == "model")
         tools = sum(1 for s in trace.spans if s.kind == "tool")
         spanned = {s.call_id for s in trace.spans if s.call_id is not None}
-        other = sum(1 for c in trace.calls if c in by_id and c not in spanned)
-        more = f", {other} other calls" if other > 0 else ""
+        other = [c for c in trace.calls if c in by_id and c not in spanned]
+        more = f", {plural(len(other), 'other call')} ({', '.join(other)})" if other else ""
         return (
             f"trace {n}  {trace.trace_id}  ({trace.origin}, id {trace.trace_id_source})  "
-            f"{models} model calls, {tools} tool calls{more}\n"
+            f"{plural(models, 'model call')}, {plural(tools, 'tool call')}{more}\n"
         )
 
     def _tree(self, trace: Trace, by_id: dict[str, Call]) -> None:
@@ -90,20 +121,34 @@ class TraceTextWriter:
             if "duration" in a:
                 bits.append(f"{a['duration']:.3f}s")
             if call is not None and not call.complete:
-                bits.append("INCOMPLETE")
-            if "error" in a:
+                bits.append(self._incomplete(call))
+            if call is not None and call.error is not None:
+                bits.append(error_text(call))
+            elif "error" in a:
                 error = a["error"]
                 bits.append(f"ERROR {error.get('status') or ''} {error.get('message') or ''}")
+            bits.append(f"span {span.span_id}")
             return "  ".join(b for b in bits if b)
         bits = [span.name, self._preview(a.get("arguments"))]
-        if "result" in a:
-            bits.append("→ " + self._preview(a["result"]))
+        execution = by_id.get(span.call_id or "")
+        if execution is not None and execution.error is not None:
+            bits.append("→ " + error_text(execution))
+        elif "result" in a:
+            failed = execution is not None and _tool_error(execution)
+            arrow = "→ TOOL ERROR (isError) " if failed else "→ "
+            bits.append(arrow + self._preview(a["result"]))
         if span.execution is not None:
             bits.append(f"[ran as {span.execution}]")
         elif span.inferred:
             bits.append("[execution not seen]")
         if span.tool_call_id is not None:
             bits.append(f"id {span.tool_call_id}")
+        if execution is not None and not execution.complete:
+            bits.append(self._incomplete(execution))
+        if span.call_id is not None:  # else `show --span` has no call to show
+            if span.call_id != span.execution:
+                bits.append(span.call_id)
+            bits.append(f"span {span.span_id}")
         return "  ".join(b for b in bits if b)
 
     def _preview(self, value: Json) -> str:
@@ -112,7 +157,8 @@ class TraceTextWriter:
         value = self._redactor.json(value)  # before the cut, which would hide a secret's shape
         text = value if isinstance(value, str) else orjson.dumps(value).decode()
         text = " ".join(text.split())
-        return text if len(text) <= PREVIEW else text[: PREVIEW - 1] + "…"
+        width = WIDE_PREVIEW if self.wide else PREVIEW
+        return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _summary(
@@ -124,10 +170,19 @@ def _summary(
     tokens_out = sum(c.usage.output_tokens or 0 for c in calls if c.usage is not None)
     worst = {s: sum(1 for i in incidents if i.severity == s) for s in ("error", "warning")}
     return (
-        f"{len(traces)} traces, {len(calls)} calls ({models} model, {tools} tool spans), "
-        f"tokens {tokens_in} in / {tokens_out} out, {len(incidents)} incidents "
-        f"({worst['error']} errors, {worst['warning']} warnings), "
-        f"{unclaimed} HTTP exchanges not understood"
+        f"{plural(len(traces), 'trace')}, {plural(len(calls), 'call')} "
+        f"({plural(models, 'model span')}, {plural(tools, 'tool span')}), "
+        f"tokens {tokens_in} in / {tokens_out} out, {plural(len(incidents), 'incident')} "
+        f"({plural(worst['error'], 'error')}, {plural(worst['warning'], 'warning')}), "
+        f"{plural(unclaimed, 'HTTP exchange')} not understood"
+    )
+
+
+def _tool_error(call: Call) -> bool:
+    return any(
+        isinstance(p, ToolCallResponsePart) and p.provider_details.get("is_error") is True
+        for m in call.output_messages
+        for p in m.parts
     )
 
 

@@ -1,0 +1,125 @@
+"""API families recognized but not parsed yet are named from the request path, never silent
+and never faked as calls: every Gemini and Bedrock model call of the corpus is either claimed
+by a parsed family (Anthropic on Bedrock) or named."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+
+from agentshark.apis.model import Call
+from agentshark.apis.registry import known_apis, unparsed_api
+from agentshark.model import Exchange
+from agentshark.output.census import Census
+from agentshark.pipeline import Options, run
+from tests.helpers import CORPUS, http_exchange
+
+MODEL_PATHS = (":generateContent", ":streamGenerateContent", "/converse", "/invoke")
+
+
+def _exchange(method: str, url: str, *headers: tuple[str, str]) -> Exchange:
+    return http_exchange(
+        method=method,
+        url=url,
+        target=url.split("/", 3)[-1],
+        request_body=b"",
+        request_headers=list(headers),
+        response_pieces=[],
+    )
+
+
+@pytest.mark.parametrize(
+    ("method", "url", "headers", "want"),
+    [
+        (
+            "POST",
+            "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.0-flash:generateContent",
+            (),
+            ("gemini.generate_content", "Gemini generateContent"),
+        ),
+        (
+            "POST",
+            "https://aiplatform.googleapis.com/v1/projects/p/locations/global/publishers/google/"
+            "models/gemini-2.5-pro:streamGenerateContent?alt=sse",
+            (),
+            ("gemini.generate_content", "Gemini streamGenerateContent"),
+        ),
+        (
+            "POST",
+            "https://generativelanguage.googleapis.com/v1beta/models/gemini%3AstreamGenerateContent",
+            (),
+            ("gemini.generate_content", "Gemini streamGenerateContent"),
+        ),
+        (
+            "POST",
+            "https://cloudcode-pa.googleapis.com/v1internal:countTokens",
+            (),
+            ("gemini.count_tokens", "Gemini countTokens"),
+        ),
+        (
+            "POST",
+            "https://bedrock-runtime.us-east-1.amazonaws.com/model/"
+            "arn%3Aaws%3Abedrock%3Aus-east-1%3A1%3Ainference-profile%2Fus.x-v1%3A0/converse",
+            (),
+            ("bedrock.converse", "Bedrock Converse"),
+        ),
+        (
+            "POST",
+            "https://bedrock-runtime.eu-central-1.amazonaws.com/model/amazon.nova-pro-v1%3A0/"
+            "invoke-with-response-stream",
+            (),
+            ("bedrock.invoke", "Bedrock InvokeModelWithResponseStream"),
+        ),
+        (
+            "GET",
+            "wss://api.openai.com/v1/realtime?model=gpt-realtime",
+            (("Upgrade", "websocket"), ("Connection", "Upgrade")),
+            ("openai.realtime", "OpenAI Realtime over WebSocket"),
+        ),
+        (
+            "POST",
+            "https://api.openai.com/v1/realtime/calls",
+            (),
+            ("openai.realtime", "OpenAI Realtime WebRTC call"),
+        ),
+        # not these: a plain GET of a realtime page, a model listing, a chat call
+        ("GET", "https://example.com/v1/realtime", (), None),
+        ("GET", "https://generativelanguage.googleapis.com/v1beta/models", (), None),
+        ("POST", "https://api.openai.com/v1/chat/completions", (), None),
+    ],
+)
+def test_unparsed_api_by_path(
+    method: str, url: str, headers: tuple[tuple[str, str], ...], want: tuple[str, str] | None
+) -> None:
+    assert unparsed_api(_exchange(method, url, *headers)) == want
+
+
+def test_known_apis_hold_both_kinds_once() -> None:
+    known = known_apis()
+    assert len(known) == len(set(known))
+    assert {"openai.chat", "anthropic.messages", "mcp", "a2a"} <= set(known)
+    assert {"gemini.generate_content", "bedrock.converse", "bedrock.invoke"} <= set(known)
+    assert "openai.realtime" in known
+
+
+def test_no_gemini_or_bedrock_call_of_the_corpus_is_silent() -> None:
+    seen: Counter[str] = Counter()
+    for line in (CORPUS / "manifest.jsonl").read_text().splitlines():
+        entry = json.loads(line)
+        if entry["api_family"] not in ("gemini", "bedrock-converse", "bedrock-invoke"):
+            continue
+        census = Census(1)
+        items = list(census.watch(run([str(CORPUS / entry["file"])], Options(calls=True))))
+        claimed = {i.exchange_id for i in items if isinstance(i, Call)}
+        named = {e for group in census.not_parsed() for e in group["exchanges"]}
+        assert not claimed & named  # a parsed call is never also "not parsed"
+        for item in items:
+            if not isinstance(item, Exchange) or item.request is None:
+                continue
+            if any(p in item.request.url for p in MODEL_PATHS):
+                where = "claimed" if item.id in claimed else "named" if item.id in named else ""
+                assert where, f"{entry['file']} {item.id} {item.request.url} is silent"
+                seen[where] += 1
+    assert seen["named"] > 600 and seen["claimed"] > 40  # Anthropic on Bedrock is parsed
