@@ -125,7 +125,7 @@ class Campaign:
         sigs = self.sigs[target.name]
         run = target.run
         done = 0
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         end = start + seconds
         slowest = 0.0
         while done < limit:
@@ -136,7 +136,7 @@ class Campaign:
             for k in rnd.sample(mutable, rnd.choice((1, 1, 1, len(mutable)))):
                 other = rnd.choice(pool)[k]
                 parts[k] = mutator.mutate(parts[k], other)
-            t0 = time.perf_counter()
+            t0 = time.process_time()  # CPU time: a niced process waits for the CPU
             try:
                 signal.setitimer(signal.ITIMER_VIRTUAL, self.hang)
                 try:
@@ -153,12 +153,12 @@ class Campaign:
                 )
                 done += 1
                 continue
-            took = time.perf_counter() - t0
+            took = time.process_time() - t0
             done += 1
             if took > slowest:
                 slowest = took
                 if took > self.slow:
-                    self.finding(target, parts, "slow", f"{took:.2f} s for one input")
+                    self.finding(target, parts, "slow", f"{took:.2f} s of CPU for one input")
             sig = signature(out)
             if sig not in sigs:
                 sigs.add(sig)
@@ -166,6 +166,9 @@ class Campaign:
                     pool.append(parts)
                     self.save_input(self.out / "pool" / target.name, parts)
         elapsed = time.perf_counter() - start
+        cpu = time.process_time() - cpu
+        stats["cpu_seconds"] = round(stats.get("cpu_seconds", 0.0) + cpu, 3)
+        stats["cpu_inputs"] = stats.get("cpu_inputs", 0) + done  # inputs run with CPU counted
         stats["inputs"] += done
         stats["seconds"] = round(stats["seconds"] + elapsed, 3)
         stats["slices"] = number + 1
@@ -178,6 +181,7 @@ class Campaign:
                 "inputs": done,
                 "seconds": round(elapsed, 2),
                 "rate": round(done / elapsed if elapsed else 0),
+                "cpu": round(cpu, 2),
                 "total": stats["inputs"],
                 "findings": len(stats["findings"]),
             }
@@ -192,7 +196,7 @@ class Campaign:
         if confirmed >= 3:
             self.finding(target, parts, "hang", f"stopped after {self.hang} s (not re-run)")
             return
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         try:
             signal.setitimer(signal.ITIMER_VIRTUAL, CONFIRM)
             try:
@@ -206,7 +210,8 @@ class Campaign:
         except Exception as exc:  # noqa: BLE001  (a finding)
             self.finding(target, parts, crash_key(exc), "".join(traceback.format_exception(exc)))
             return
-        self.finding(target, parts, "slow", f"{time.perf_counter() - t0:.2f} s for one input")
+        took = time.process_time() - t0
+        self.finding(target, parts, "slow", f"{took:.2f} s of CPU for one input")
 
     def finding(self, target: Target, parts: list[bytes], key: str, text: str) -> None:
         findings = self.stats(target.name)["findings"]
@@ -283,25 +288,26 @@ def cmd_run(args: argparse.Namespace) -> None:
 
 
 def cmd_status(args: argparse.Namespace) -> None:
+    """Per target: inputs run, wall and CPU seconds (CPU counted since the campaign logged
+    it), inputs per CPU second, pool size, slowest input (CPU s), findings."""
     path = Path(args.out) / "state.json"
     state = json.loads(path.read_text()) if path.exists() else {"targets": {}}
     print(
-        f"{'target':26} {'inputs':>10} {'seconds':>9} {'per s':>7} {'pool':>5} "
-        f"{'slowest s':>9}  findings"
+        f"{'target':24} {'inputs':>9} {'wall s':>7} {'cpu s':>7} {'per cpu s':>9} {'pool':>5} "
+        f"{'slowest':>7}  findings"
     )
     total = 0
     for name in TARGETS:
-        s = state["targets"].get(
-            name, {"inputs": 0, "seconds": 0, "findings": {}, "max_input_s": 0}
-        )
+        s = state["targets"].get(name, {"inputs": 0, "seconds": 0, "findings": {}})
         total += s["inputs"]
-        rate = s["inputs"] / s["seconds"] if s["seconds"] else 0
+        cpu = s.get("cpu_seconds", 0.0)
+        rate = f"{s.get('cpu_inputs', 0) / cpu:.0f}" if cpu else "-"
         finds = ", ".join(f"{k} x{v['count']}" for k, v in s["findings"].items()) or "-"
         print(
-            f"{name:26} {s['inputs']:>10} {s['seconds']:>9.0f} {rate:>7.0f} "
-            f"{s.get('pool', 0):>5} {s['max_input_s']:>9.3f}  {finds}"
+            f"{name:24} {s['inputs']:>9} {s['seconds']:>7.0f} {cpu:>7.0f} {rate:>9} "
+            f"{s.get('pool', 0):>5} {s.get('max_input_s', 0):>7.3f}  {finds}"
         )
-    print(f"{'total':26} {total:>10}")
+    print(f"{'total':24} {total:>9}")
 
 
 def cmd_replay(args: argparse.Namespace) -> None:
@@ -371,8 +377,12 @@ def main() -> None:
     p.add_argument("--goal", type=int, default=1_000_000, help="inputs per target")
     p.add_argument("--until", help="stop at this local time, HH:MM")
     p.add_argument("--slice", type=float, default=60.0, help="seconds per target per round")
-    p.add_argument("--slow", type=float, default=2.0, help="an input slower than this is a finding")
-    p.add_argument("--hang", type=float, default=20.0, help="an input is stopped after this")
+    p.add_argument(
+        "--slow", type=float, default=0.5, help="an input using this many CPU seconds is a finding"
+    )
+    p.add_argument(
+        "--hang", type=float, default=1.0, help="an input is stopped after this many CPU seconds"
+    )
     p.add_argument("--only", help="comma-separated target names")
     p.set_defaults(func=cmd_run)
     sub.add_parser("status", help="inputs and findings per target").set_defaults(func=cmd_status)
