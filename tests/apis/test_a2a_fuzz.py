@@ -32,3 +32,15 @@ def test_a_jsonrpc_method_of_any_type_is_not_an_exception(method: object) -> Non
     call = recognize(ex, "k1")
     if call is not None:
         orjson.dumps(call.to_json())
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=ValueError,
+    reason="a2a_parts.is_ending takes a task state of str.isdigit() characters "
+    "(superscripts) that int() refuses",
+)
+def test_a_task_state_of_non_ascii_digits_is_not_an_exception() -> None:
+    from agentshark.apis.a2a_parts import is_ending
+
+    assert is_ending("³") is False

@@ -49,3 +49,18 @@ def test_a_request_line_the_head_parser_refuses_does_not_loop(data: bytes) -> No
     with cpu_limit(2.0):
         events = [*conn.feed(0, data, 1.0), *conn.end(0, 2.0, clean=True)]
     assert all(isinstance(e, get_args(HttpEvent)) for e in events)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=ValueError,
+    reason="fuzz finding: h1_syntax.content_length takes str.isdigit() digits (superscripts) "
+    "that int() refuses; RFC 9110 §8.6 Content-Length is 1*DIGIT (ASCII)",
+)
+@pytest.mark.parametrize("value", [b"\xb3", b"2\xb2"])
+def test_a_content_length_of_non_ascii_digits_is_not_an_exception(value: bytes) -> None:
+    conn = H1Connection()
+    data = b"HTTP/1.1 200 OK\r\ncontent-length: " + value + b"\r\n\r\n"
+    with cpu_limit(2.0):
+        events = [*conn.feed(1, data, 1.0), *conn.end(1, 2.0, clean=True)]
+    assert all(isinstance(e, get_args(HttpEvent)) for e in events)
