@@ -128,6 +128,8 @@ class Campaign:
         start, cpu = time.perf_counter(), time.process_time()
         end = start + seconds
         slowest = 0.0
+        hang = self.hang * (10 if target.heavy else 1)
+        slow = self.slow * (10 if target.heavy else 1)
         while done < limit:
             if done % 64 == 0 and time.perf_counter() > end:
                 break
@@ -138,7 +140,7 @@ class Campaign:
                 parts[k] = mutator.mutate(parts[k], other)
             t0 = time.process_time()  # CPU time: a niced process waits for the CPU
             try:
-                signal.setitimer(signal.ITIMER_VIRTUAL, self.hang)
+                signal.setitimer(signal.ITIMER_VIRTUAL, hang)
                 try:
                     out = run(parts)
                 finally:
@@ -157,7 +159,7 @@ class Campaign:
             done += 1
             if took > slowest:
                 slowest = took
-                if took > self.slow:
+                if took > slow:
                     self.finding(target, parts, "slow", f"{took:.2f} s of CPU for one input")
             sig = signature(out)
             if sig not in sigs:
@@ -377,11 +379,12 @@ def main() -> None:
     p.add_argument("--goal", type=int, default=1_000_000, help="inputs per target")
     p.add_argument("--until", help="stop at this local time, HH:MM")
     p.add_argument("--slice", type=float, default=60.0, help="seconds per target per round")
+    p.add_argument("--slow", type=float, default=0.1, help="a slow input (CPU s; x10 if heavy)")
     p.add_argument(
-        "--slow", type=float, default=0.5, help="an input using this many CPU seconds is a finding"
-    )
-    p.add_argument(
-        "--hang", type=float, default=1.0, help="an input is stopped after this many CPU seconds"
+        "--hang",
+        type=float,
+        default=0.2,
+        help="an input is stopped after this many CPU s (x10 if heavy)",
     )
     p.add_argument("--only", help="comma-separated target names")
     p.set_defaults(func=cmd_run)

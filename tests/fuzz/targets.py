@@ -84,6 +84,7 @@ class Target:
     fixed: frozenset[int] = frozenset()  # parts never mutated (a key log)
     tokens: tuple[bytes, ...] = ()
     doc: str = ""
+    heavy: bool = False  # whole files through the pipeline: more CPU per input is normal
 
 
 def only(items: Iterable[Any], types: tuple[type, ...], where: str) -> list[Any]:
@@ -607,6 +608,7 @@ TARGETS: dict[str, Target] = {
             parts=1,
             tokens=JSON_TOKENS,
             doc="HAR files through the pipeline",
+            heavy=True,
         ),
         Target(
             name="vcr",
@@ -614,6 +616,7 @@ TARGETS: dict[str, Target] = {
             parts=1,
             tokens=(*JSON_TOKENS, b"\n- ", b": ", b"!!binary ", b"|-\n  ", b"&a ", b"*a"),
             doc="vcrpy cassettes (YAML, JSON) through the pipeline",
+            heavy=True,
         ),
         Target(
             name="stdio",
@@ -629,6 +632,7 @@ TARGETS: dict[str, Target] = {
                 b"STDOUT: ",
             ),
             doc="MCP stdio transcripts through the pipeline",
+            heavy=True,
         ),
         Target(
             name="packet",
@@ -715,6 +719,7 @@ TARGETS: dict[str, Target] = {
             fixed=frozenset({0}),
             tokens=TLS_TOKENS,
             doc="the whole CLI on a mutated capture",
+            heavy=True,
         ),
     )
 }
