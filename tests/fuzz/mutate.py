@@ -81,12 +81,12 @@ class Mutator:
     def mutate(self, data: bytes, other: bytes) -> bytes:
         """``data`` changed 1 to 6 times (``other`` is another input, for splicing)."""
         rnd = self.rnd
+        limit = max(len(data), len(other)) + MAX_GROWTH
         if data[:1] in (b"{", b"[") and rnd.random() < 0.5:
             tree = self.json(data)
-            if tree is not None:
+            if tree is not None and len(tree) <= limit:  # repeated strings grow fast
                 return tree
         buf = bytearray(data)
-        limit = max(len(data), len(other)) + MAX_GROWTH
         for _ in range(rnd.randint(1, 6)):
             self._one(buf, other)
             if len(buf) > limit:
