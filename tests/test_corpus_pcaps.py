@@ -1,4 +1,5 @@
-"""Every packet capture in ../shared/corpus and ../shared/captures through the whole pipeline."""
+"""Every packet capture in ../shared/corpus and ../shared/captures through the whole pipeline,
+and every corpus capture's counts against tshark's (tests/data/tshark_counts.json)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import pytest
 
 from agentshark.model import Exchange
 from agentshark.pipeline import ConnectionReport, SourceReport
-from tests.helpers import CAPTURES, CORPUS, Collected
+from tests.helpers import CAPTURES, CORPUS, ROOT, Collected
 
 PCAPS = sorted(
     json.loads(line)["file"]
@@ -16,21 +17,24 @@ PCAPS = sorted(
     if json.loads(line)["format"] == "pcap"
 )
 
-# Cleartext HTTP/1.x captures: (requests, responses) as counted by tshark 4.0.17
-# (`tshark -Y http.request` / `-Y http.response`), which pairs nothing and so counts a
-# request whose response is missing, and the reverse, once each.
-HTTP1_COUNTS = {
-    "FoxIO-LLC__ja4/pcap/http-empty-useragent.pcap": (1, 1),
-    "FoxIO-LLC__ja4/pcap/http1-with-cookies.pcapng": (1, 1),
-    "FoxIO-LLC__ja4/pcap/http1.pcapng": (56, 56),
-    "FoxIO-LLC__ja4/pcap/https-connect.pcap": (1, 1),
-    "kbandla__dpkt/examples/data/http.pcap": (2, 2),
-    # tshark also decodes a third exchange carried in an L2TP tunnel over UDP; we count
-    # those packets as UDP (not analyzed) and report them in the source's not_analyzed.
-    "kbandla__dpkt/examples/data/nb6-http.pcap": (2, 2),
-    "mikekap__pcap2har/tests/resources/http-chunked-gzip.pcap": (1, 1),
-    "mikekap__pcap2har/tests/resources/ipv4-websocket-segmented.pcap": (1, 1),
-    "mikekap__pcap2har/tests/resources/websocket.pcap": (1, 1),
+TSHARK = json.loads((ROOT / "tests" / "data" / "tshark_counts.json").read_text())
+
+# Where agentshark and tshark count differently, and why: (capture, count) -> ours.
+DIFFERENT = {
+    # tshark also decodes a third exchange carried in an L2TP tunnel over UDP (a TCP stream
+    # of its own to tshark); we count those packets as UDP, reported in not_analyzed.
+    ("kbandla__dpkt/examples/data/nb6-http.pcap", "tcp_streams"): 2,
+    ("kbandla__dpkt/examples/data/nb6-http.pcap", "requests"): 2,
+    ("kbandla__dpkt/examples/data/nb6-http.pcap", "responses"): 2,
+    # tcp.stream 6 is a lone FIN/ACK of a connection that began before the capture: no
+    # payload, nothing to report as a connection.
+    ("FoxIO-LLC__ja4/pcap/tls3.pcapng", "tcp_streams"): 25,
+    # The TLS session inside the CONNECT tunnel: the connection is reported as
+    # http/1.1+tunnel with the tunnel's byte counts (switched_bytes); its TLS is not read.
+    ("FoxIO-LLC__ja4/pcap/https-connect.pcap", "tls_handshakes"): 0,
+    # tshark 4.0 decodes none of the HTTP/2 responses of this capture; the five responses
+    # it holds are checked in tests/test_corpus_tls.py.
+    ("mikekap__pcap2har/tests/resources/firefox-tls13-facebook-dsb.pcapng", "responses"): 5,
 }
 
 
@@ -49,10 +53,41 @@ def test_corpus_capture_runs_through_the_pipeline(name: str) -> None:
     assert source.exchanges == len(exchanges) == sum(c.exchanges for c in conns)
     ids = [e.id for e in exchanges]
     assert len(ids) == len(set(ids))
-    if name in HTTP1_COUNTS:
-        requests = sum(1 for e in exchanges if e.request is not None)
-        responses = sum(1 for e in exchanges if e.response is not None)
-        assert (requests, responses) == HTTP1_COUNTS[name]
+
+
+@pytest.mark.parametrize("name", PCAPS)
+def test_corpus_capture_counts_match_tshark(name: str) -> None:
+    """What tshark decodes in each corpus capture (tests/data/tshark_counts.json, made by
+    scripts/tshark_counts.py, which says how each count is taken) against agentshark's
+    report of the same capture: TCP connections; HTTP requests and responses, HTTP/1.x
+    and HTTP/2 together (tshark pairs nothing, so both count one side of an unanswered
+    exchange), TLS decrypted with the key log the file embeds; and the TLS connections
+    whose handshake is in the capture. The differences, with their reasons, are listed
+    in DIFFERENT; an entry that no longer differs fails too."""
+    tshark = TSHARK["captures"][name]
+    exchanges, conns, source = analyze(str(CORPUS / name))
+    want = {
+        "tcp_streams": tshark["tcp_streams"],
+        "requests": tshark["http_requests"] + tshark["http2_requests"],
+        "responses": tshark["http_responses"] + tshark["http2_responses"],
+        "tls_handshakes": tshark["tls_handshake_streams"],
+    }
+    got = {
+        "tcp_streams": source.connections,
+        "requests": sum(1 for e in exchanges if e.request is not None),
+        "responses": sum(1 for e in exchanges if e.response is not None),
+        "tls_handshakes": sum(1 for c in conns if c.tls and c.tls.get("client_random")),
+    }
+    for count, value in want.items():
+        expected = DIFFERENT.get((name, count), value)
+        assert got[count] == expected, f"{count}: tshark {value}, agentshark {got[count]}"
+        if (name, count) in DIFFERENT:
+            assert expected != value, f"{name} {count} no longer differs from tshark"
+
+
+def test_the_counts_are_tsharks_of_every_corpus_capture() -> None:
+    assert TSHARK["tshark"].startswith("TShark (Wireshark) ")
+    assert sorted(TSHARK["captures"]) == PCAPS
 
 
 @pytest.mark.parametrize("name", sorted(p.name for p in CAPTURES.iterdir() if p.is_dir()))

@@ -86,10 +86,14 @@ def _request_evidence(req: dict[str, Json]) -> float:
     for msg in messages:
         if not isinstance(msg, dict):
             continue
-        openai |= msg.get("role") in _OPENAI_ROLES or not _OPENAI_MESSAGE_KEYS.isdisjoint(msg)
+        role = msg.get("role")  # any JSON value: only a string can name a role
+        openai |= isinstance(role, str) and role in _OPENAI_ROLES
+        openai |= not _OPENAI_MESSAGE_KEYS.isdisjoint(msg)
         content = msg.get("content")
         for block in content if isinstance(content, list) else ():
             kind = block.get("type") if isinstance(block, dict) else None
+            if not isinstance(kind, str):
+                continue
             anthropic_blocks |= kind in _ANTHROPIC_BLOCKS and "image_url" not in block
             openai |= kind in _OPENAI_PARTS
     tools = req.get("tools")

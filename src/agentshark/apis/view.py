@@ -34,9 +34,28 @@ class ExchangeView:
 
     @cached_property
     def _url(self) -> SplitResult | None:
-        """The request URL split once for ``path``, ``query`` and ``host``."""
+        """The request URL split once for ``path``, ``query`` and ``host``. A URL that does
+        not split (an authority such as ``[`` from a Host header: RFC 3986 §3.2.2 brackets
+        an IPv6 literal) is a diagnostic, and the request target as sent stands in for it."""
         req = self.exchange.request
-        return urlsplit(req.url) if req is not None else None
+        if req is None:
+            return None
+        try:
+            return urlsplit(req.url)
+        except ValueError as exc:
+            self.diagnostics.append(
+                Diagnostic(
+                    code="call.bad_url",
+                    severity="warning",
+                    location=self.exchange.id,
+                    message=f"the request URL {req.url[:200]!r} does not parse ({exc}): "
+                    "the API is recognized from the request target alone",
+                )
+            )
+        try:
+            return urlsplit(req.target if req.target.startswith("/") else "/")
+        except ValueError:  # pragma: no cover - a path without an authority always splits
+            return None
 
     @cached_property
     def path(self) -> str:

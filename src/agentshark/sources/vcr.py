@@ -137,7 +137,8 @@ def _status(resp: dict[str, Any], path: str) -> tuple[int, str]:
 
 
 def _code(value: object, path: str) -> int:
-    if isinstance(value, str) and value.strip().isdigit():
+    # ASCII digits only: str.isdigit() also takes "²⁰⁰", which int() refuses.
+    if isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():
         value = int(value)
     if isinstance(value, int) and not isinstance(value, bool) and 100 <= value <= 999:
         return value

@@ -1,0 +1,410 @@
+"""Fuzz campaign over every decoder and input reader (run outside CI; CI keeps Hypothesis).
+
+Each target of tests/fuzz/targets.py is fuzzed by seeded mutation (tests/fuzz/mutate.py)
+from its seeds in tests/data/fuzz_seeds/. The invariant: any bytes in, only events or
+Diagnostics out, never an exception. Inputs whose outputs show a new behaviour (a new set of
+output types and diagnostic codes) join the target's pool and are mutated in turn, a cheap
+feedback that needs no coverage instrumentation.
+
+The campaign runs targets round-robin in slices of ``--slice`` seconds until each has
+``--goal`` inputs or ``--until`` (HH:MM) comes; its state (inputs and findings per target)
+is kept in ``--out`` (bench/out/fuzz/ by default), so a stopped campaign resumes where it
+was. Slice ``n`` of a target mutates with ``random.Random(f"{target}:{n}")``: a finding is
+reproducible from its saved input alone, and a slice from its number. One process; run it
+niced::
+
+    nohup nice -n 19 .venv/bin/python scripts/fuzz_campaign.py run --until 12:10 &
+    .venv/bin/python scripts/fuzz_campaign.py status
+    .venv/bin/python scripts/fuzz_campaign.py replay bench/out/fuzz/findings/<target>/<file>
+    .venv/bin/python scripts/fuzz_campaign.py seeds       # re-cut the committed seeds
+
+Findings (an exception, or an input slower than ``--slow`` seconds) are saved under
+``findings/<target>/`` with the traceback, one per (exception type, innermost agentshark
+line), the smallest input kept.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import datetime as dt
+import json
+import random
+import signal
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.setrecursionlimit(10_000)
+
+from tests.fuzz import seeds as seedlib  # noqa: E402
+from tests.fuzz.mutate import Mutator  # noqa: E402
+from tests.fuzz.targets import TARGETS, Target  # noqa: E402
+
+
+class Hang(BaseException):
+    """One input used more than --hang seconds of CPU (a BaseException: no harness catches
+    it). CPU time, not wall time: a niced process on a busy machine waits for the CPU."""
+
+
+def _alarm(signum: int, frame: Any) -> None:
+    raise Hang
+
+
+CONFIRM = 5.0  # seconds an input stopped by --hang is given to finish before it is a hang
+POOL_CAP = 300  # inputs kept per target for mutation (seeds included)
+POOL_INPUT_CAP = 16 << 10  # larger inputs are not added to the pool
+
+
+def signature(out: list[Any]) -> frozenset[tuple[str, str]]:
+    """What kinds of output an input produced: types and diagnostic codes (first 300)."""
+    sig: set[tuple[str, str]] = set()
+    for item in out[:300]:
+        sig.add((type(item).__name__, str(getattr(item, "code", ""))))
+        for diag in getattr(item, "diagnostics", ())[:20]:
+            sig.add(("diag", str(getattr(diag, "code", ""))))
+    return frozenset(sig)
+
+
+def crash_key(exc: BaseException) -> str:
+    """Exception type and the innermost frame inside agentshark (or the harness)."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = next(
+        (f for f in reversed(frames) if "/agentshark/" in f.filename),
+        frames[-1] if frames else None,
+    )
+    place = f"{Path(where.filename).name}:{where.lineno}" if where else "?"
+    return f"{type(exc).__name__}@{place}"
+
+
+class Campaign:
+    def __init__(self, out: Path, slow: float, hang: float) -> None:
+        self.out = out
+        self.slow = slow
+        self.hang = hang
+        signal.signal(signal.SIGVTALRM, _alarm)
+        self.state_path = out / "state.json"
+        self.state: dict[str, Any] = {"targets": {}}
+        if self.state_path.exists():
+            self.state = json.loads(self.state_path.read_text())
+        self.pools: dict[str, list[list[bytes]]] = {}
+        self.sigs: dict[str, set[frozenset[tuple[str, str]]]] = {}
+
+    def stats(self, name: str) -> dict[str, Any]:
+        entry: dict[str, Any] = self.state["targets"].setdefault(
+            name, {"inputs": 0, "seconds": 0.0, "slices": 0, "findings": {}, "max_input_s": 0.0}
+        )
+        return entry
+
+    def pool(self, target: Target) -> list[list[bytes]]:
+        if target.name not in self.pools:
+            pool = [s for s in seedlib.load(target.name) if len(s) == target.parts]
+            saved = self.out / "pool" / target.name
+            pool.extend(
+                [base64.b64decode(p) for p in json.loads(path.read_text())]
+                for path in sorted(saved.glob("*.parts"))[:POOL_CAP]
+            )
+            self.pools[target.name] = pool
+            self.sigs[target.name] = set()
+        return self.pools[target.name]
+
+    def slice(self, target: Target, seconds: float, limit: int) -> int:
+        """Fuzz ``target`` for ``seconds`` or ``limit`` inputs; the inputs run."""
+        pool = self.pool(target)
+        if not pool:
+            return 0
+        stats = self.stats(target.name)
+        number = stats["slices"]
+        rnd = random.Random(f"{target.name}:{number}")
+        mutator = Mutator(rnd, target.tokens)
+        mutable = [i for i in range(target.parts) if i not in target.fixed]
+        sigs = self.sigs[target.name]
+        run = target.run
+        done = 0
+        start, cpu = time.perf_counter(), time.process_time()
+        end = start + seconds
+        slowest = 0.0
+        hang = self.hang * (10 if target.heavy else 1)
+        slow = self.slow * (10 if target.heavy else 1)
+        while done < limit:
+            if done % 64 == 0 and time.perf_counter() > end:
+                break
+            base = rnd.choice(pool)
+            parts = list(base)
+            for k in rnd.sample(mutable, rnd.choice((1, 1, 1, len(mutable)))):
+                other = rnd.choice(pool)[k]
+                parts[k] = mutator.mutate(parts[k], other)
+            t0 = time.process_time()  # CPU time: a niced process waits for the CPU
+            try:
+                signal.setitimer(signal.ITIMER_VIRTUAL, hang)
+                try:
+                    out = run(parts)
+                finally:
+                    signal.setitimer(signal.ITIMER_VIRTUAL, 0)
+            except Hang:
+                self.hung(target, parts)
+                done += 1
+                continue
+            except Exception as exc:  # noqa: BLE001  (a finding: the invariant broke)
+                self.finding(
+                    target, parts, crash_key(exc), "".join(traceback.format_exception(exc))
+                )
+                done += 1
+                continue
+            took = time.process_time() - t0
+            done += 1
+            if took > slowest:
+                slowest = took
+                if took > slow:
+                    self.finding(target, parts, "slow", f"{took:.2f} s of CPU for one input")
+            sig = signature(out)
+            if sig not in sigs:
+                sigs.add(sig)
+                if len(pool) < POOL_CAP and sum(map(len, parts)) <= POOL_INPUT_CAP:
+                    pool.append(parts)
+                    self.save_input(self.out / "pool" / target.name, parts)
+        elapsed = time.perf_counter() - start
+        cpu = time.process_time() - cpu
+        stats["cpu_seconds"] = round(stats.get("cpu_seconds", 0.0) + cpu, 3)
+        stats["cpu_inputs"] = stats.get("cpu_inputs", 0) + done  # inputs run with CPU counted
+        stats["inputs"] += done
+        stats["seconds"] = round(stats["seconds"] + elapsed, 3)
+        stats["slices"] = number + 1
+        stats["max_input_s"] = round(max(stats["max_input_s"], slowest), 4)
+        stats["pool"] = len(pool)
+        self.log(
+            {
+                "target": target.name,
+                "slice": number,
+                "inputs": done,
+                "seconds": round(elapsed, 2),
+                "rate": round(done / elapsed if elapsed else 0),
+                "cpu": round(cpu, 2),
+                "total": stats["inputs"],
+                "findings": len(stats["findings"]),
+            }
+        )
+        return done
+
+    def hung(self, target: Target, parts: list[bytes]) -> None:
+        """An input stopped after --hang seconds: confirmed as a hang if it also runs past
+        CONFIRM seconds (for the first few per target), else recorded as slow."""
+        stats = self.stats(target.name)
+        confirmed = stats.setdefault("hangs_confirmed", 0)
+        if confirmed >= 3:
+            self.finding(target, parts, "hang", f"stopped after {self.hang} s (not re-run)")
+            return
+        t0 = time.process_time()
+        try:
+            signal.setitimer(signal.ITIMER_VIRTUAL, CONFIRM)
+            try:
+                target.run(parts)
+            finally:
+                signal.setitimer(signal.ITIMER_VIRTUAL, 0)
+        except Hang:
+            stats["hangs_confirmed"] = confirmed + 1
+            self.finding(target, parts, "hang", f"still running after {CONFIRM} s")
+            return
+        except Exception as exc:  # noqa: BLE001  (a finding)
+            self.finding(target, parts, crash_key(exc), "".join(traceback.format_exception(exc)))
+            return
+        took = time.process_time() - t0
+        self.finding(target, parts, "slow", f"{took:.2f} s of CPU for one input")
+
+    def finding(self, target: Target, parts: list[bytes], key: str, text: str) -> None:
+        findings = self.stats(target.name)["findings"]
+        size = sum(map(len, parts))
+        entry = findings.get(key)
+        if entry is not None:
+            entry["count"] += 1
+            if size >= entry["size"]:
+                return
+        path = self.save_input(
+            self.out / "findings" / target.name, parts, stem=key.replace("@", "-").replace(":", "-")
+        )
+        path.with_suffix(".txt").write_text(text)
+        findings[key] = {
+            "count": (entry or {"count": 1})["count"],
+            "size": size,
+            "input": str(path.relative_to(self.out)),
+            "error": text.strip().splitlines()[-1][:300],
+        }
+        self.log({"target": target.name, "finding": key, "size": size})
+        self.save()
+
+    @staticmethod
+    def save_input(folder: Path, parts: list[bytes], stem: str | None = None) -> Path:
+        folder.mkdir(parents=True, exist_ok=True)
+        data = json.dumps([base64.b64encode(p).decode() for p in parts])
+        path = folder / f"{stem or format(abs(hash(data)), 'x')}.parts"
+        path.write_text(data)
+        return path
+
+    def log(self, record: dict[str, Any]) -> None:
+        record = {"time": dt.datetime.now().strftime("%H:%M:%S"), **record}
+        with (self.out / "log.jsonl").open("a") as f:
+            f.write(json.dumps(record) + "\n")
+
+    def save(self) -> None:
+        tmp = self.state_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.state, indent=1))
+        tmp.replace(self.state_path)
+
+
+def deadline_of(until: str | None) -> float:
+    if not until:
+        return float("inf")
+    hour, minute = map(int, until.split(":"))
+    now = dt.datetime.now()
+    when = now.replace(hour=hour, minute=minute, second=0, microsecond=0)
+    return time.time() + (when - now).total_seconds()
+
+
+def cmd_run(args: argparse.Namespace) -> None:
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    campaign = Campaign(out, args.slow, args.hang)
+    names = args.only.split(",") if args.only else list(TARGETS)
+    deadline = deadline_of(args.until)
+    while time.time() < deadline:
+        todo = [
+            n
+            for n in names
+            if campaign.stats(n)["inputs"] < args.goal and campaign.pool(TARGETS[n])
+        ]
+        if not todo:
+            break
+        for name in sorted(todo, key=lambda n: campaign.stats(n)["inputs"]):
+            left = args.goal - campaign.stats(name)["inputs"]
+            seconds = min(args.slice, max(1.0, deadline - time.time()))
+            campaign.slice(TARGETS[name], seconds, left)
+            campaign.save()
+            if time.time() >= deadline:
+                break
+    campaign.save()
+    cmd_status(args)
+
+
+def cmd_status(args: argparse.Namespace) -> None:
+    """Per target: inputs run, wall and CPU seconds (CPU counted since the campaign logged
+    it), inputs per CPU second, pool size, slowest input (CPU s), findings."""
+    path = Path(args.out) / "state.json"
+    state = json.loads(path.read_text()) if path.exists() else {"targets": {}}
+    print(
+        f"{'target':24} {'inputs':>9} {'wall s':>7} {'cpu s':>7} {'per cpu s':>9} {'pool':>5} "
+        f"{'slowest':>7}  findings"
+    )
+    total = 0
+    for name in TARGETS:
+        s = state["targets"].get(name, {"inputs": 0, "seconds": 0, "findings": {}})
+        total += s["inputs"]
+        cpu = s.get("cpu_seconds", 0.0)
+        rate = f"{s.get('cpu_inputs', 0) / cpu:.0f}" if cpu else "-"
+        finds = ", ".join(f"{k} x{v['count']}" for k, v in s["findings"].items()) or "-"
+        print(
+            f"{name:24} {s['inputs']:>9} {s['seconds']:>7.0f} {cpu:>7.0f} {rate:>9} "
+            f"{s.get('pool', 0):>5} {s.get('max_input_s', 0):>7.3f}  {finds}"
+        )
+    print(f"{'total':24} {total:>9}")
+
+
+def cmd_replay(args: argparse.Namespace) -> None:
+    path = Path(args.input)
+    target = TARGETS[args.target or path.parent.name]
+    parts = [base64.b64decode(p) for p in json.loads(path.read_text())]
+    out = target.run(parts)
+    print(f"{target.name}: {len(out)} outputs, no exception")
+
+
+def fails(target: Target, parts: list[bytes], key: str, hang: float) -> bool:
+    """Whether ``parts`` still gives the finding ``key`` (an exception key, or "hang")."""
+    signal.setitimer(signal.ITIMER_VIRTUAL, hang)
+    try:
+        target.run(parts)
+    except Hang:
+        return key == "hang"
+    except Exception as exc:  # noqa: BLE001  (the finding being minimized)
+        signal.setitimer(signal.ITIMER_VIRTUAL, 0)
+        return crash_key(exc) == key
+    signal.setitimer(signal.ITIMER_VIRTUAL, 0)
+    return False
+
+
+def cmd_minimize(args: argparse.Namespace) -> None:
+    """Cut a finding's input down (ranges removed while the same finding remains)."""
+    signal.signal(signal.SIGVTALRM, _alarm)
+    path = Path(args.input)
+    target = TARGETS[args.target or path.parent.name]
+    parts = [base64.b64decode(p) for p in json.loads(path.read_text())]
+    key = args.key or path.stem.replace("-", "@", 1)
+    if key != "hang":
+        key = key[: key.rfind("-")] + ":" + key[key.rfind("-") + 1 :]
+    if not fails(target, parts, key, args.hang):
+        sys.exit(f"{path} does not give {key}")
+    for k in range(len(parts)):
+        size = max(1, len(parts[k]) // 2)
+        while size >= 1:
+            pos, changed = 0, False
+            while pos < len(parts[k]):
+                trial = [*parts[:k], parts[k][:pos] + parts[k][pos + size :], *parts[k + 1 :]]
+                if fails(target, trial, key, args.hang):
+                    parts, changed = trial, True
+                else:
+                    pos += size
+            if not changed:
+                size //= 2
+    out = path.with_name(path.stem + ".min.parts")
+    out.write_text(json.dumps([base64.b64encode(p).decode() for p in parts]))
+    print(f"{out}: {[len(p) for p in parts]} bytes")
+    for p in parts:
+        print(repr(p))
+
+
+def cmd_seeds(args: argparse.Namespace) -> None:
+    written = seedlib.build()
+    for name, size in written.items():
+        print(f"{name:26} {size:>8} bytes")
+    print(f"{'total':26} {sum(written.values()):>8} bytes")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", default=str(ROOT / "bench" / "out" / "fuzz"))
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("run", help="run the campaign (resumes from --out)")
+    p.add_argument("--goal", type=int, default=1_000_000, help="inputs per target")
+    p.add_argument("--until", help="stop at this local time, HH:MM")
+    p.add_argument("--slice", type=float, default=60.0, help="seconds per target per round")
+    p.add_argument("--slow", type=float, default=0.1, help="a slow input (CPU s; x10 if heavy)")
+    p.add_argument(
+        "--hang",
+        type=float,
+        default=0.2,
+        help="an input is stopped after this many CPU s (x10 if heavy)",
+    )
+    p.add_argument("--only", help="comma-separated target names")
+    p.set_defaults(func=cmd_run)
+    sub.add_parser("status", help="inputs and findings per target").set_defaults(func=cmd_status)
+    p = sub.add_parser("replay", help="run one saved input (a findings or pool file)")
+    p.add_argument("input")
+    p.add_argument("--target", help="default: the input's folder name")
+    p.set_defaults(func=cmd_replay)
+    p = sub.add_parser("minimize", help="cut a finding's input down")
+    p.add_argument("input")
+    p.add_argument("--target")
+    p.add_argument("--key", help="default: from the file name")
+    p.add_argument("--hang", type=float, default=1.0)
+    p.set_defaults(func=cmd_minimize)
+    sub.add_parser("seeds", help="re-cut tests/data/fuzz_seeds from ../shared").set_defaults(
+        func=cmd_seeds
+    )
+    args = parser.parse_args()
+    args.func(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,460 @@
+"""The fuzz campaign's seeds: small inputs cut from the shared corpus, the shared captures
+and tests/data, one folder per target under tests/data/fuzz_seeds/.
+
+A seed of one part is stored as its bytes (``*.bin``); a seed of several parts as a JSON
+list of base64 strings (``*.parts``). ``build`` makes them (``python
+scripts/fuzz_campaign.py seeds``); they are committed so the campaign and the regression
+test (tests/fuzz/test_seeds.py) start from the same inputs without ../shared. Seeds are cut
+to a few KB: mutations of a small input reach more paths per second.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import json
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import brotli
+import orjson
+import zstandard
+
+from agentshark.apis.model import Call
+from agentshark.framing import detect_framing
+from agentshark.model import Exchange, header
+from agentshark.net.events import StreamData
+from agentshark.net.packet import PacketDecoder
+from agentshark.net.tcp import TcpReassembler
+from agentshark.pipeline import Options, run
+from agentshark.sources.pcap import read_pcap
+from agentshark.sources.pcapng import read_pcapng
+from agentshark.sources.records import DecryptionSecrets, Packet
+from agentshark.tls import KeyLog, TlsConnection
+from agentshark.tls.events import TlsPlaintext
+from tests.fuzz.targets import LINKTYPES, api_target
+from tests.helpers import CAPTURES, CORPUS, ROOT
+
+SEEDS = ROOT / "tests" / "data" / "fuzz_seeds"
+OWN = ROOT / "tests" / "data" / "captures"
+CUT = 2000  # bytes per part of most seeds
+PER_TARGET = 10  # seeds kept per target
+MAX_TARGET_BYTES = 24_000  # no seed is added past this many bytes of a target's seeds
+H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+Seed = list[bytes]
+
+
+def load(target: str) -> list[Seed]:
+    """The committed seeds of ``target``, in file name order."""
+    out: list[Seed] = []
+    for path in sorted((SEEDS / target).glob("*")):
+        if path.suffix == ".bin":
+            out.append([path.read_bytes()])
+        elif path.suffix == ".parts":
+            out.append([base64.b64decode(p) for p in json.loads(path.read_text())])
+    return out
+
+
+def save(target: str, seeds: list[Seed]) -> int:
+    """Write ``seeds`` (deduplicated, at most PER_TARGET) for ``target``; the bytes written."""
+    folder = SEEDS / target
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("*"):
+        old.unlink()
+    seen: set[str] = set()
+    total = 0
+    for seed in seeds:
+        key = hashlib.sha256(b"\x00".join(seed)).hexdigest()[:16]
+        if key in seen or len(seen) >= PER_TARGET or (seen and total > MAX_TARGET_BYTES):
+            continue
+        seen.add(key)
+        if len(seed) == 1:
+            data = seed[0]
+            (folder / f"{len(seen):02d}-{key}.bin").write_bytes(data)
+        else:
+            data = json.dumps([base64.b64encode(p).decode() for p in seed]).encode()
+            (folder / f"{len(seen):02d}-{key}.parts").write_bytes(data)
+        total += len(data)
+    return total
+
+
+# -- captures -------------------------------------------------------------------------------
+
+TLS_CAPTURES = [
+    (
+        CAPTURES / "llm_sdk_anthropic" / "capture.pcap",
+        CAPTURES / "llm_sdk_anthropic" / "keylog.txt",
+    ),
+    (CAPTURES / "https_tls13_h2" / "capture.pcap", CAPTURES / "https_tls13_h2" / "keylog.txt"),
+    (CAPTURES / "https_tls12_h1" / "capture.pcap", CAPTURES / "https_tls12_h1" / "keylog.txt"),
+    (OWN / "tls13_hrr" / "capture.pcap", OWN / "tls13_hrr" / "keys.log"),
+    (OWN / "tls13_keyupdate" / "capture.pcap", OWN / "tls13_keyupdate" / "keys.log"),
+    (OWN / "tls12_chacha20_h1" / "capture.pcap", OWN / "tls12_chacha20_h1" / "keys.log"),
+    (OWN / "tls12_resumption" / "capture.pcap", OWN / "tls12_resumption" / "keys.log"),
+]
+CLEAR_CAPTURES = [
+    CAPTURES / "http1_cleartext" / "capture.pcap",
+    CAPTURES / "h2c_prior_knowledge" / "capture.pcap",
+    CAPTURES / "grpc_h2c" / "capture.pcap",
+    CAPTURES / "mcp_http_plain" / "capture.pcap",
+    CAPTURES / "a2a_jsonrpc_v03" / "capture.pcap",
+    CAPTURES / "ws_realtime_plain" / "capture.pcap",
+    OWN / "h2c_upgrade" / "capture.pcap",
+    OWN / "mcp_legacy_sse" / "capture.pcap",
+]
+
+
+def packets(path: Path) -> Iterator[Packet | DecryptionSecrets]:
+    data = path.read_bytes()
+    reader = read_pcapng if data[:4] == b"\x0a\x0d\x0d\x0a" else read_pcap
+    for item in reader(io.BytesIO(data), path.name):
+        if isinstance(item, Packet | DecryptionSecrets):
+            yield item
+
+
+def streams(path: Path) -> dict[str, list[tuple[int, bytes]]]:
+    """Connection id -> its (direction, bytes) in capture order (gaps left out)."""
+    decoder, tcp = PacketDecoder("seed"), TcpReassembler()
+    out: dict[str, list[tuple[int, bytes]]] = {}
+    for pkt in packets(path):
+        seg = decoder.decode(pkt) if isinstance(pkt, Packet) else None
+        for ev in tcp.feed(seg) if seg is not None else []:
+            if isinstance(ev, StreamData):
+                out.setdefault(ev.connection.id, []).append((ev.direction, ev.data))
+    return out
+
+
+def joined(steps: list[tuple[int, bytes]]) -> tuple[bytes, bytes]:
+    return (
+        b"".join(data for d, data in steps if d == 0),
+        b"".join(data for d, data in steps if d == 1),
+    )
+
+
+def plaintext(steps: list[tuple[int, bytes]], keys: Path) -> tuple[bytes, bytes]:
+    """Both directions of one TLS connection decrypted, fed in capture order."""
+    keylog = KeyLog()
+    keylog.add_text(keys.read_bytes(), keys.name)
+    tls = TlsConnection(keylog)
+    out = [bytearray(), bytearray()]
+    for d, data in steps:
+        for ev in tls.feed(d, data, 1.0):
+            if isinstance(ev, TlsPlaintext):
+                out[ev.direction] += ev.data
+    return bytes(out[0]), bytes(out[1])
+
+
+def tcp_records(path: Path, limit: int = CUT) -> bytes:
+    """A capture's first segments as tests.fuzz.targets.segments records (one connection)."""
+    decoder = PacketDecoder("seed")
+    isn: dict[int, int] = {}
+    client: tuple[bytes, int] | None = None
+    out = bytearray([0])
+    for pkt in packets(path):
+        seg = decoder.decode(pkt) if isinstance(pkt, Packet) else None
+        if seg is None:
+            continue
+        if client is None:
+            client = (seg.src, seg.sport)
+        d = 0 if (seg.src, seg.sport) == client else 1
+        isn.setdefault(d, seg.seq)
+        seq = (seg.seq - isn[d]) & 0xFFFFFFFF
+        ack = (seg.ack - isn[1 - d]) & 0xFFFFFFFF if 1 - d in isn else 0
+        payload = seg.payload[:400]
+        out += bytes([seg.flags & 0x3F, d]) + seq.to_bytes(4, "big") + ack.to_bytes(4, "big")
+        out += len(payload).to_bytes(2, "big") + payload
+        if len(out) > limit:
+            break
+    return bytes(out)
+
+
+def frames(path: Path, count: int = 4) -> Iterator[Seed]:
+    """Groups of ``count`` consecutive frames, each prefixed by its link type's index."""
+    group: Seed = []
+    for pkt in packets(path):
+        if not isinstance(pkt, Packet) or pkt.linktype not in LINKTYPES:
+            continue
+        group.append(bytes([LINKTYPES.index(pkt.linktype)]) + pkt.data[:1600])
+        if len(group) == count:
+            yield group
+            group = []
+    if group:
+        yield [*group, *([b""] * (count - len(group)))]
+
+
+def header_blocks(stream: bytes) -> list[bytes]:
+    """The HPACK header blocks of one direction of an HTTP/2 stream (RFC 9113 §4.1, §6.2)."""
+    if stream.startswith(H2_PREFACE):
+        stream = stream[len(H2_PREFACE) :]
+    blocks: list[bytes] = []
+    pos = 0
+    while pos + 9 <= len(stream):
+        length = int.from_bytes(stream[pos : pos + 3], "big")
+        ftype, flags = stream[pos + 3], stream[pos + 4]
+        payload = stream[pos + 9 : pos + 9 + length]
+        pos += 9 + length
+        if ftype == 1:
+            pad = payload[0] if flags & 0x8 and payload else 0
+            start = (1 if flags & 0x8 else 0) + (5 if flags & 0x20 else 0)
+            blocks.append(payload[start : len(payload) - pad])
+        elif ftype == 9 and blocks:
+            blocks[-1] += payload
+    return blocks
+
+
+# -- documents and exchanges ----------------------------------------------------------------
+
+
+def corpus_files(
+    content_type: str | None = None, fmt: str | None = None, limit: int = 12
+) -> list[Path]:
+    """Small corpus files, by a response content type or a manifest format detail."""
+    out = []
+    for line in (CORPUS / "manifest.jsonl").read_text().splitlines():
+        entry = json.loads(line)
+        if entry["bytes"] > 12000:
+            continue
+        if content_type is not None and content_type not in entry.get("content_types", {}):
+            continue
+        if fmt is not None and not entry["format_detail"].startswith(fmt):
+            continue
+        out.append(CORPUS / entry["file"])
+    step = max(1, len(out) // limit)
+    return out[::step][:limit]
+
+
+def exchange_seed(ex: Exchange) -> Seed | None:
+    """(meta JSON, request body, response body) of an exchange, as the api target reads it."""
+    if ex.request is None or ex.response is None:
+        return None
+    req = b"".join(p for _, p in ex.request.body.pieces)[:CUT]
+    resp = b"".join(p for _, p in ex.response.body.pieces)[: 2 * CUT]
+    meta = {
+        "method": ex.request.method,
+        "url": ex.request.url,
+        "target": ex.request.target,
+        "status": ex.response.status,
+        "transport": ex.transport,
+        "request_headers": [[k, v] for k, v in ex.request.headers if k.lower() != "authorization"],
+        "response_headers": [list(h) for h in ex.response.headers],
+    }
+    return [orjson.dumps(meta), req, resp]
+
+
+def exchanges_and_calls(paths: list[Path]) -> list[tuple[Exchange, Any]]:
+    """Every exchange of ``paths`` with the call it carries (None if it carries none)."""
+    out: list[tuple[Exchange, Any]] = []
+    for path in paths:
+        keys = sorted(path.parent.glob("keylog.txt"))
+        for item in run([str(path)], Options(calls=True, keylogs=[str(k) for k in keys])):
+            if isinstance(item, Exchange):
+                out.append((item, None))
+            elif isinstance(item, Call) and out and out[-1][0].id == item.exchange_id:
+                out[-1] = (out[-1][0], item)
+    return out
+
+
+def encoded(text: bytes) -> Iterator[Seed]:
+    gz = zlib.compressobj(9, zlib.DEFLATED, 31)
+    yield [b"gzip", gz.compress(text) + gz.flush()]
+    yield [b"deflate", zlib.compress(text)]
+    raw = zlib.compressobj(9, zlib.DEFLATED, -15)
+    yield [b"deflate", raw.compress(text) + raw.flush()]
+    yield [b"br", brotli.compress(text)]
+    yield [b"zstd", zstandard.ZstdCompressor().compress(text)]
+    yield [b"gzip, br", brotli.compress(gz_bytes(text))]
+    yield [b"identity", text]
+
+
+def gz_bytes(text: bytes) -> bytes:
+    gz = zlib.compressobj(9, zlib.DEFLATED, 31)
+    return gz.compress(text) + gz.flush()
+
+
+# -- building -------------------------------------------------------------------------------
+
+
+def build() -> dict[str, int]:
+    """Cut every target's seeds and write them; target -> bytes written."""
+    seeds: dict[str, list[Seed]] = {}
+
+    def add(target: str, seed: Seed) -> None:
+        seeds.setdefault(target, []).append(seed)
+
+    _captures(add)
+    _documents(add)
+    _bodies(add)
+    return {t: save(t, s) for t, s in sorted(seeds.items())}
+
+
+def _captures(add: Any) -> None:
+    pcaps = [p for p in corpus_files(fmt="pcap", limit=40) if p.stat().st_size <= 12000]
+    for path in pcaps:
+        data = path.read_bytes()
+        add("pcapng" if data[:4] == b"\x0a\x0d\x0d\x0a" else "pcap", [data])
+    for path in [*CLEAR_CAPTURES, *(c for c, _ in TLS_CAPTURES)]:
+        data = path.read_bytes()
+        add("pcap", [data[:CUT]])
+        add("tcp", [tcp_records(path)])
+        for group in list(frames(path))[:2]:
+            add("packet", group)
+    for path in corpus_files(fmt="pcap", limit=40):
+        for group in list(frames(path))[:1]:
+            add("packet", group)
+    dsb = CAPTURES / "llm_sdk_anthropic" / "capture.dsb.pcapng"
+    add("pcapng", [dsb.read_bytes()[:CUT]])
+    for path in CLEAR_CAPTURES:
+        for steps in list(streams(path).values())[:3]:
+            client, server = joined(steps)
+            kind = "h2" if client.startswith(H2_PREFACE) else "h1"
+            add(kind, [client[:CUT], server[:CUT]])
+            if kind == "h2":
+                add("hpack", [*header_blocks(client), b"", b"", b""][:3])
+                add("hpack", [*header_blocks(server), b"", b"", b""][:3])
+    for capture, keys in TLS_CAPTURES:
+        for steps in list(streams(capture).values())[:2]:
+            client, server = joined(steps)
+            add("tls_no_keys", [client[:CUT], server[:CUT]])
+            add("tls_records", [server[: CUT // 2]])
+            add("tls_handshake", [client[5 : 5 + int.from_bytes(client[3:5], "big")]])
+            add("tls_keys", [keys.read_bytes(), client[: 2 * CUT], server[: 2 * CUT]])
+            clear = plaintext(steps, keys)
+            kind = "h2" if clear[0].startswith(H2_PREFACE) else "h1"
+            add(kind, [clear[0][:CUT], clear[1][:CUT]])
+            if kind == "h2":
+                add("hpack", [*header_blocks(clear[0]), b"", b"", b""][:3])
+    small: list[tuple[Path, Path | None]] = [
+        (
+            CAPTURES / "llm_sdk_anthropic" / "capture.pcap",
+            CAPTURES / "llm_sdk_anthropic" / "keylog.txt",
+        ),
+        (OWN / "tls13_hrr" / "capture.pcap", OWN / "tls13_hrr" / "keys.log"),
+        (CAPTURES / "grpc_h2c" / "capture.pcap", None),
+        (CAPTURES / "a2a_jsonrpc_v03" / "capture.pcap", None),
+        (OWN / "h2_rst_stream" / "capture.pcap", OWN / "h2_rst_stream" / "keys.log"),
+        (CORPUS / "kbandla__dpkt" / "examples" / "data" / "http.pcap", None),
+    ]
+    for path, keylog in small:
+        add("pipeline", [keylog.read_bytes() if keylog else b"", path.read_bytes()])
+
+
+def _documents(add: Any) -> None:
+    docs = ROOT / "tests" / "data" / "documents"
+    add("har", [(docs / "chat_and_ws.har").read_bytes()])
+    for path in corpus_files(fmt="HAR", limit=4):
+        add("har", [path.read_bytes()])
+    add("vcr", [(docs / "cassette.json").read_bytes()])
+    add("vcr", [(docs / "openai_gzip.yaml").read_bytes()])
+    for path in corpus_files(fmt="vcrpy", limit=12):
+        add("vcr", [path.read_bytes()])
+    stdio = CAPTURES / "mcp_stdio_time"
+    for name in ("transcript.jsonl", "c2s.jsonl", "s2c.jsonl"):
+        add("stdio", [(stdio / name).read_bytes()[:CUT]])
+    for path in corpus_files(fmt="MCP stdio", limit=3):
+        add("stdio", [path.read_bytes()[:CUT]])
+
+
+def _bodies(add: Any) -> None:
+    paths = [
+        *corpus_files("text/event-stream", limit=10),
+        *corpus_files("application/x-ndjson", limit=6),
+        *corpus_files("application/vnd.amazon.eventstream", limit=6),
+        *corpus_files("application/json", limit=10),
+        *corpus_files(fmt="vcrpy+parsed_body", limit=10),
+    ]
+    paths += [
+        CAPTURES / "llm_sdk_anthropic" / "capture.pcap",
+        CAPTURES / "llm_sdk_openai" / "capture.pcap",
+        CAPTURES / "mcp_http_plain" / "capture.pcap",
+        CAPTURES / "a2a_jsonrpc_v03" / "capture.pcap",
+        CAPTURES / "mcp_stdio_time" / "transcript.jsonl",
+        CAPTURES / "http1_cleartext" / "capture.pcap",
+        OWN / "a2a_v1_rest" / "capture.pcap",
+        *sorted((ROOT / "tests" / "data" / "apis").glob("*/*.yaml"))[:20],
+    ]
+    pairs = exchanges_and_calls(paths)
+    for ex, call in pairs:
+        if call is not None:
+            seed = exchange_seed(ex)
+            if seed is not None:
+                add(api_target(call.api), seed)
+    framing_target = {
+        "sse": "sse",
+        "ndjson": "ndjson",
+        "json-array": "json_array",
+        "aws-eventstream": "eventstream",
+    }
+    for ex, _ in pairs:
+        if ex.response is None:
+            continue
+        pieces = ex.response.body.pieces
+        body = b"".join(p for _, p in pieces)
+        ctype = header(ex.response.headers, "content-type")
+        coding = header(ex.response.headers, "content-encoding")
+        if coding and ex.response.body.content_decoded is False:
+            add("content", [coding.encode("latin-1"), body[: 2 * CUT]])
+        framing = detect_framing(ctype, body[:4096])
+        if framing in framing_target:
+            add(framing_target[framing], [body[: 2 * CUT]])
+    for seed in anthropic_endpoints():
+        add("api_anthropic_endpoints", seed)
+    text = b'{"id":"x","choices":[{"delta":{"content":"hello"}}]}\n' * 20
+    for seed in encoded(text):
+        add("content", seed)
+    add("json_array", [b'[{"candidates":[{"content":{"parts":[{"text":"a"}]}}]},\r\n{"x":1}]'])
+    add("ndjson", [b'{"message":{"content":"a"},"done":false}\n{"done":true}\n'])
+
+
+def anthropic_endpoints() -> Iterator[Seed]:
+    """Exchanges of the Anthropic endpoints besides Messages (no capture holds them), shaped
+    as https://docs.anthropic.com/en/api describes them."""
+    headers = [["content-type", "application/json"], ["anthropic-version", "2023-06-01"]]
+    cases = [
+        (
+            "POST",
+            "/v1/messages/count_tokens",
+            b'{"model":"claude-x","messages":[{"role":"user","content":"hi"}]}',
+            b'{"input_tokens":9}',
+        ),
+        (
+            "GET",
+            "/v1/models",
+            b"",
+            b'{"data":[{"type":"model","id":"claude-x","display_name":"X","created_at":"2025-01-01T00:00:00Z"}],"has_more":false,"first_id":"claude-x","last_id":"claude-x"}',
+        ),
+        (
+            "POST",
+            "/v1/messages/batches",
+            b'{"requests":[{"custom_id":"a","params":{"model":"claude-x","max_tokens":5,"messages":[{"role":"user","content":"hi"}]}}]}',
+            b'{"id":"msgbatch_1","type":"message_batch","processing_status":"in_progress","request_counts":{"processing":1,"succeeded":0,"errored":0,"canceled":0,"expired":0}}',
+        ),
+        (
+            "GET",
+            "/v1/files",
+            b"",
+            b'{"data":[{"type":"file","id":"file_1","filename":"a.txt","mime_type":"text/plain",'
+            b'"size_bytes":3,"created_at":"2025-01-01T00:00:00Z"}],"has_more":false}',
+        ),
+        (
+            "POST",
+            "/v1/complete",
+            b'{"model":"claude-2","prompt":"\\n\\nHuman: hi\\n\\nAssistant:",'
+            b'"max_tokens_to_sample":5}',
+            b'{"type":"completion","id":"compl_1","completion":" Hello",'
+            b'"stop_reason":"stop_sequence","model":"claude-2"}',
+        ),
+    ]
+    for method, path, request, response in cases:
+        meta = {
+            "method": method,
+            "url": "https://api.anthropic.com" + path,
+            "target": path,
+            "status": 200,
+            "transport": "http/1.1",
+            "request_headers": headers,
+            "response_headers": [["content-type", "application/json"]],
+        }
+        yield [orjson.dumps(meta), request, response]
