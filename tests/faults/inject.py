@@ -450,3 +450,26 @@ def inject(capture: Capture, fault: Fault, seed: int) -> tuple[bytes, list[Touch
     if faulted.cut_at is not None:
         data = data[: faulted.cut_at]
     return data, faulted.touches
+
+
+def rewrite(
+    capture: Capture, *, drop: frozenset[int] = frozenset(), cut: dict[int, int] | None = None
+) -> tuple[bytes, list[Touch]]:
+    """A targeted fault: drop these packets (indices of the clean capture), cut these to keep
+    only the first N payload bytes (as a snap length does). For the gap-path tests."""
+    packets, _ = index_packets(capture)
+    cut = cut or {}
+    records, touches = [], []
+    for p in packets:
+        if p.index in drop:
+            touches.append(_touch("drop", p, lost=True))
+        elif p.index in cut:
+            assert p.tcp is not None
+            keep = cut[p.index]
+            records.append(replace(p.record, data=p.record.data[: p.tcp.payload_offset + keep]))
+            touches.append(
+                Touch(kind="snaplen", flow=p.tcp.flow, start=p.start + keep, end=p.end, lost=True)
+            )
+        else:
+            records.append(p.record)
+    return pcap_bytes(capture, records), touches

@@ -45,10 +45,11 @@ def read_capture(path: str | Path) -> Capture:
     raw = Path(path).read_bytes()
     if int.from_bytes(raw[:4], "little") == _PCAPNG_SHB:
         return _read_pcapng(raw)
-    return _read_pcap(raw)
+    return parse_pcap(raw)
 
 
-def _read_pcap(raw: bytes) -> Capture:
+def parse_pcap(raw: bytes) -> Capture:
+    """A libpcap file's bytes (a record cut short raises ValueError)."""
     magic = int.from_bytes(raw[:4], "little")
     order = "<" if magic in (_PCAP_MICRO, _PCAP_NANO) else ">"
     magic = struct.unpack_from(order + "I", raw)[0]
