@@ -364,11 +364,20 @@ def affected_flags(capture: Capture, clean: Run, touches: list[Touch]) -> list[b
     for p in packets:
         if p.data and p.tcp is not None:
             by_flow[p.tcp.flow].append(p)
-    ranges = [_ranges(it, clean, by_flow) for it in clean.exchanges]
+    raw = [_ranges(it, clean, by_flow) for it in clean.exchanges]
     setup: dict[Flow, float] = {}
-    for rs in ranges:
+    for rs in raw:
         for flow, lo, _ in rs:
             setup[flow] = min(setup.get(flow, float("inf")), lo)
+    ends: dict[Flow, list[int]] = defaultdict(list)
+    for rs in raw:
+        for flow, _, hi in rs:
+            ends[flow].append(hi)
+    ranges = [
+        [(f, _reach_back(lo, ends[f]), hi) for f, lo, hi in rs] if it.exchange.tls else rs
+        for it, rs in zip(clean.exchanges, raw, strict=True)
+        if it.exchange is not None
+    ]
     hit = [t for t in touches if t.end > t.start]
     flags = []
     for it, rs in zip(clean.exchanges, ranges, strict=True):
@@ -377,6 +386,14 @@ def affected_flags(capture: Capture, clean: Run, touches: list[Touch]) -> list[b
         flag = flag or any(t.flow in flows and t.start < setup.get(t.flow, 0) for t in hit)
         flags.append(flag or not rs)
     return flags
+
+
+def _reach_back(lo: int, ends: list[int]) -> int:
+    """Over TLS, a message's first records may sit in segments before the time stamp of its
+    first plaintext byte: its range starts up to a record earlier, but not before the end of
+    the previous message of its direction."""
+    before = [h for h in ends if h <= lo]
+    return max(lo - TLS_RECORD_REACH, max(before, default=0))
 
 
 def _flows(it: Item, run: Run) -> tuple[Flow, ...]:
@@ -403,10 +420,7 @@ def _ranges(it: Item, run: Run, by_flow: dict[Flow, list[Pkt]]) -> list[tuple[Fl
         sel = [p for p in by_flow.get(flow, []) if msg.started - EPS <= p.ts <= end + EPS]
         if not sel:
             continue
-        lo, hi = min(p.start for p in sel), max(p.end for p in sel)
-        if ex.tls is not None:
-            lo = max(0, lo - TLS_RECORD_REACH)
-        out.append((flow, lo, hi))
+        out.append((flow, min(p.start for p in sel), max(p.end for p in sel)))
     return out
 
 

@@ -93,16 +93,17 @@ def main(argv: list[str] | None = None) -> int:
     for kind in ("exchange", "call"):
         by_fault: dict[str, list[Verdict]] = defaultdict(list)
         by_tag: dict[str, list[Verdict]] = defaultdict(list)
+        every: list[Verdict] = []
         for r in results:
             for v in r.verdicts:
                 if v.kind != kind:
                     continue
                 by_fault[r.fault].append(v)
-                by_fault["all faults"].append(v)
+                every.append(v)
                 for tag in v.tags:
                     by_tag[tag].append(v)
         print(f"\n### {kind}s, per fault\n")
-        print(table("fault", by_fault))
+        print(table("fault", {**by_fault, "all faults": every}))
         print(f"\n### {kind}s, per protocol (all faults)\n")
         print(table("protocol", dict(sorted(by_tag.items()))))
     runs = len(results)
