@@ -228,9 +228,10 @@ def test_plain_capture_cut_replies_are_usable_and_said_so() -> None:
     cut = [(x, c) for x, c in plain_calls() if not x.complete]
     assert cut, "the capture has SSE replies cut before their final chunk"
     for _, call in cut:
-        assert call.complete  # the JSON-RPC response arrived whole
+        assert call.complete  # the JSON-RPC response arrived whole, no byte was lost
         codes = [(d.code, d.severity) for d in call.diagnostics]
         assert ("mcp.http_unfinished", "info") in codes
+        assert "call.evidence_incomplete" not in [code for code, _ in codes]
     for x, call in plain_calls():
         if x.complete:
             assert "mcp.http_unfinished" not in [d.code for d in call.diagnostics]

@@ -174,6 +174,28 @@ def test_string_and_number_ids_differ() -> None:
     assert released(stage, answer) == []
     assert [c.id for c in stage.close()] == ["r"]
     assert [d.code for d in answer.diagnostics] == ["mcp.server_request_not_seen"]
+    assert not answer.complete  # which method it answers is unknown
+
+
+def test_a_cut_request_stays_incomplete_when_its_response_comes() -> None:
+    """A 202-answered request whose own body lost bytes to a capture gap: the response on
+    the stream is kept, but the call is not whole evidence of what was asked."""
+    stage = McpSessions()
+    message = rpc("tools/call", {"name": "echo", "arguments": {"x": 1}}, id=1)
+    x = exchange(message, b"Accepted", status=202, content_type="text/plain", request_headers=())
+    assert x.request is not None
+    x.request.target = ENDPOINT
+    x.request.url = "http://127.0.0.1:8000" + ENDPOINT
+    x.request.complete = False
+    x.request.body.gap_bytes = 3
+    tool = call_of(x, "c")
+    assert tool.cut and tool.operation == "tools/call"
+    stream = legacy_stream(
+        {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "1"}]}}
+    )
+    assert released(stage, tool, stream) == ["c", "stream"]
+    assert tool.output_messages and not tool.complete
+    assert [d.code for d in tool.diagnostics].count("call.evidence_incomplete") == 1
 
 
 def test_holding_is_bounded() -> None:

@@ -45,10 +45,13 @@ a tool result with ``isError: true`` leaves ``call.error`` None and marks the re
 ``is_error``. An HTTP status >= 400 without a JSON-RPC error is an error of type None
 (source ``"http"``). No finish reason is invented: MCP has none.
 
-Completeness: a request's call is complete when its JSON-RPC response arrived whole. When
-the HTTP message itself did not end (an SSE reply cut before its final chunk), the call is
-still complete and an ``info`` diagnostic ``mcp.http_unfinished`` says the HTTP message did
-not end. A request with no response is incomplete (``mcp.no_response`` for stdio, where
+Completeness: a request's call is complete when its JSON-RPC response arrived whole and its
+request did. An SSE reply's response event settles the call (``Call.settled``, its arrival
+time, which is the call's ``timing.ended``): when the HTTP message did not end after it (the
+client hung up, the capture ended), the call is still complete and an ``info`` diagnostic
+``mcp.http_unfinished`` says the HTTP message did not end; when a capture gap cut the reply
+body, :mod:`agentshark.apis.registry` makes it incomplete, since the lost bytes may have held
+what mattered. A request with no response is incomplete (``mcp.no_response`` for stdio, where
 nothing else can carry it). Notifications, posted responses, ``GET`` and ``DELETE`` are
 complete when the exchange is. An SSE ``message`` event that holds no JSON-RPC message is a
 warning ``mcp.bad_message``; other SSE events (``ping``...) are counted in
@@ -100,7 +103,7 @@ SERVER_REQUESTS = frozenset({"sampling/createMessage", "elicitation/create", "ro
 SESSION_QUERY = ("session_id", "sessionId")  # the HTTP+SSE endpoint's session parameter
 _TEXT_LIMIT = 2000
 
-Reply = tuple[Json, str, str | None]  # (message, where, SSE event id)
+Reply = tuple[Json, str, str | None, float | None]  # (message, where, SSE event id, arrival)
 
 
 def is_mcp_method(method: str) -> bool:
@@ -243,10 +246,10 @@ class McpStdio:
         where = str(ex.extras.get("request_line") or "request line")
         first = _parse_request(messages(view.request_json), call, where)
         if message_kind(first) != "request":
-            call.complete = True
+            call.complete = call.settled = True  # no answer is due
             return
         answer_where = str(ex.extras.get("response_line") or "response line")
-        replies: list[Reply] = [(m, answer_where, None) for m in messages(view.response_json)]
+        replies: list[Reply] = [(m, answer_where, None, None) for m in messages(view.response_json)]
         reply = _stream_messages(replies, first.get("id"), call)
         if reply is not None:
             mcp_methods.reply(call, reply[0], reply[1], None)
@@ -341,9 +344,10 @@ def _legacy_stream(call: Call, endpoint: str) -> None:
 
 
 def _reply_messages(view: ExchangeView, call: Call) -> list[Reply]:
-    """(message, where, SSE event id) for every JSON-RPC message of the response."""
+    """(message, where, SSE event id, arrival) for every JSON-RPC message of the response
+    (arrival: the SSE event's time; None for a plain body, which ends with the response)."""
     if view.framing != "sse":
-        return [(m, "body", None) for m in messages(view.response_json)]
+        return [(m, "body", None, None) for m in messages(view.response_json)]
     out: list[Reply] = []
     other: dict[str, int] = {}
     for n, item in enumerate(e for e in view.events if isinstance(e, SseEvent)):
@@ -365,7 +369,7 @@ def _reply_messages(view: ExchangeView, call: Call) -> list[Reply]:
                     )
                 )
             continue
-        out.extend((m, f"stream event {n}", item.id) for m in msgs)
+        out.extend((m, f"stream event {n}", item.id, item.ts) for m in msgs)
     if other:
         call.extras["sse_other_events"] = other
     return out
@@ -378,13 +382,14 @@ def _stream_messages(
     ``extras["stream_messages"]``."""
     found: tuple[dict[str, Json], str] | None = None
     others: list[Json] = []
-    for msg, where, event_id in replies:
+    for msg, where, event_id, ts in replies:
         if (
             found is None
             and message_kind(msg) in ("response", "error")
             and same_id(msg.get("id"), request_id)
         ):
             found = (msg, where)
+            call.settled, call.settled_at = True, ts
             if event_id is not None:
                 call.extras["response_event_id"] = event_id
             continue
@@ -399,7 +404,7 @@ def _stream_messages(
 def _status_error(view: ExchangeView, replies: list[Reply]) -> CallError | None:
     """The error of a reply without the expected response: a JSON-RPC error the server sent
     (with id null, say), else the HTTP status when >= 400."""
-    for msg, where, _ in replies:
+    for msg, where, _, _ in replies:
         if message_kind(msg) == "error" and id_text(msg.get("id")) is None:
             found = jsonrpc_error(msg.get("error"), view.status, where)
             if found is not None:

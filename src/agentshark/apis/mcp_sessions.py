@@ -17,14 +17,16 @@ one, the endpoint URL its stream named and its requests were posted to):
   named after the request's method, with ``extras["direction"] = "server_to_client"``, the
   request's params in ``request_params`` and ``extras["server_request_in"]`` (the call whose
   stream carried it). A posted response whose request has not been seen yet (it may come on
-  a ``GET`` stream that ends later) is held until it is.
+  a ``GET`` stream that ends later) is held until it is; one whose request never comes is
+  released incomplete (its method is unknown), with a diagnostic.
 
 A ``tasks/*`` call (or a notification about a task) whose task a task-augmented request of
 the same session created gets ``extras["task_of"]``: that request's call id.
 
 Calls are released in the order they were held; whatever is still held at the end is
-released with a diagnostic saying what was never seen. At most :data:`MAX_HELD` calls are
-held; past that the oldest is released as if at the end.
+released with a diagnostic saying what was never seen. A request completed by a response on
+another exchange is complete only if nothing cut its own exchange (``Call.cut`` empty). At
+most :data:`MAX_HELD` calls are held; past that the oldest is released as if at the end.
 """
 
 from __future__ import annotations
@@ -140,7 +142,9 @@ class McpSessions:
                 msg["jsonrpc"] = "2.0"
                 mcp_methods.reply(waiting, msg, at, None)
                 waiting.extras["response_via"] = at
-                waiting.complete = True
+                # the response is whole (an SSE event); the request's own exchange may not
+                # be, and then already says so (``call.evidence_incomplete``)
+                waiting.complete = not waiting.cut
                 entries[n] = {
                     "kind": kind,
                     "id": entry.get("id"),
@@ -201,6 +205,9 @@ def _never_answered(call: Call) -> Call:
 
 
 def _request_not_seen(call: Call) -> Call:
+    """A posted response whose server request is not in the input: which method it answers
+    (the call's operation and params) is unknown, so the call is not complete."""
+    call.complete = False
     call.diagnostics.append(
         Diagnostic(
             code="mcp.server_request_not_seen",

@@ -262,6 +262,15 @@ class Call:
     timing: Timing = field(default_factory=Timing)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     extras: dict[str, Json] = field(default_factory=dict)  # unknown request/response fields
+    # why the exchange's evidence is not whole (set by ``registry.recognize``; empty when it
+    # is): a call with any is never complete; not reported, its diagnostic says it
+    cut: tuple[str, ...] = ()
+    # set by a family that found all the call needs before the response's end: an answer in
+    # one whole message inside a longer response (MCP's SSE event with the JSON-RPC
+    # response), or no answer due (a notification). ``settled_at``: when that answer
+    # arrived, the call's end. Neither is reported.
+    settled: bool = False
+    settled_at: float | None = None
 
     def to_json(self) -> dict[str, Json]:
         return {

@@ -10,6 +10,20 @@ Families that are recognized but not parsed yet (:data:`UNPARSED`: Gemini, Bedro
 Realtime) are named by :func:`unparsed_api` from the request's path alone, so a view can say
 "3 exchanges look like Gemini generateContent (not parsed yet)" instead of nothing; they make
 no call.
+
+Completeness is decided here last, from the exchange's evidence, whatever the family found:
+a call is complete only when its request and its response both arrived whole (their
+framing's end seen, no byte lost to a capture gap). Families say what else a whole call
+needs (a terminal stream event, a body that parses); they cannot make a cut exchange whole.
+(A call the family found settled by a whole message before the response's end may do
+without that end; see ``_evidence``.) A call on a cut exchange gets a
+``call.evidence_incomplete`` diagnostic naming the cut (when the family had found the call
+whole, or whenever the request was cut or response bytes were lost): a request cut
+means the request side of the call (input messages, system instructions, tools, model,
+parameters) is what the bytes seen hold, so an empty list there is unknown, not "none"; a
+response cut likewise for output, usage, finish reasons and ``timing.ended``. The reasons
+stay on the call (``Call.cut``) for stages that complete a call later
+(:mod:`agentshark.apis.mcp_sessions`).
 """
 
 from __future__ import annotations
@@ -25,9 +39,10 @@ from urllib.parse import unquote, urlsplit
 
 from agentshark.apis.model import Call, Timing
 from agentshark.apis.view import ExchangeView
+from agentshark.errors import Diagnostic
 from agentshark.framing.events import EventStreamMessage, JsonDocument, SseEvent
 from agentshark.http.content import DEFAULT_DECODE_LIMIT
-from agentshark.model import Exchange, Headers
+from agentshark.model import Body, Exchange, Headers
 from agentshark.trace.appids import header_app_ids
 
 
@@ -203,6 +218,7 @@ def recognize(
     call = Call(id=call_id, exchange_id=exchange.id, api=best.api)
     _common(exchange, call)
     best.parse(view, call)
+    _evidence(exchange, call)
     if exchange.response is None or exchange.response.started is None:
         # Sources without arrival times (cassettes) stamp body pieces 0.0: no token time.
         call.timing.first_token = None
@@ -210,6 +226,72 @@ def recognize(
         _chunk_timing(view, call.timing)
     call.diagnostics.extend(view.diagnostics)
     return call
+
+
+def evidence_cuts(exchange: Exchange) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Why ``exchange`` is not whole evidence of a call, as (hard, soft) reasons: hard ones
+    (a request cut, response bytes lost to a gap) nothing later can mend; soft ones (no
+    response, a response that did not end) a call settled without them can do without."""
+    req, resp = exchange.request, exchange.response
+    hard, soft = [], []
+    if req is None:
+        hard.append("no request was captured")
+    elif not req.complete:
+        hard.append("the request did not arrive whole" + _lost(req.body))
+    if resp is None:
+        soft.append("no response was captured")
+    elif resp.body.gap_bytes:
+        hard.append("the response did not arrive whole" + _lost(resp.body))
+    elif not resp.complete:
+        soft.append("the response did not arrive whole")
+    return tuple(hard), tuple(soft)
+
+
+def _lost(body: Body) -> str:
+    return f" ({body.gap_bytes} body bytes lost to capture gaps)" if body.gap_bytes else ""
+
+
+def _evidence(exchange: Exchange, call: Call) -> None:
+    """Completeness from the evidence: a cut exchange never makes a complete call.
+
+    One exception: a call the family found ``settled`` before the response's end (MCP: the
+    JSON-RPC response in a whole SSE event, or a notification, which is due no answer) does
+    without the rest of the response. When the rest did not arrive (the client hung up
+    after its answer, as MCP clients do, or the capture ended) the call is still whole,
+    unless its request was cut or a capture gap cut the response body: bytes lost there may
+    have been that message, or one that would have settled the call first. A settled call
+    ended when its answer arrived (``settled_at``), whether the HTTP message ended later or
+    never. The hard reasons stay in ``Call.cut`` for stages that settle a call later.
+    """
+    resp = exchange.response
+    if call.settled_at is not None and resp is not None and resp.started is not None:
+        call.timing.ended = call.settled_at
+    if exchange.complete:
+        return
+    hard, soft = evidence_cuts(exchange)
+    call.cut = hard
+    if not hard and call.settled:
+        return
+    reasons = (*hard, *soft)
+    if call.complete or hard:
+        call.diagnostics.append(cut_diagnostic(call.exchange_id, reasons))
+    call.complete = False
+
+
+def cut_diagnostic(exchange_id: str, reasons: tuple[str, ...]) -> Diagnostic:
+    """The ``call.evidence_incomplete`` diagnostic of a call whose exchange is cut."""
+    unknown = []
+    if any("request" in c for c in reasons):
+        unknown.append("input messages, system instructions, tools, model and parameters")
+    if any("response" in c for c in reasons):
+        unknown.append("output, usage, finish reasons and end time")
+    return Diagnostic(
+        code="call.evidence_incomplete",
+        message=f"the call is incomplete: {'; '.join(reasons)}; its "
+        f"{' and its '.join(unknown)} are what was seen, not the whole "
+        "(an empty value there is unknown, not none)",
+        location=exchange_id,
+    )
 
 
 def _chunk_timing(view: ExchangeView, timing: Timing) -> None:

@@ -1,0 +1,72 @@
+"""The captures the fault suite rewrites: every protocol the issue names, with key logs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.helpers import CAPTURES, ROOT
+
+OWN = ROOT / "tests" / "data" / "captures"
+FAULT_DATA = ROOT / "tests" / "data" / "faults"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Input:
+    name: str
+    path: Path
+    keylog: Path | None = None
+    what: str = ""
+
+
+def _shared(name: str, what: str, *, keys: bool = False) -> Input:
+    folder = CAPTURES / name
+    return Input(
+        name=name,
+        path=folder / "capture.pcap",
+        keylog=folder / "keylog.txt" if keys else None,
+        what=what,
+    )
+
+
+def _own(name: str, what: str, *, keys: bool = False) -> Input:
+    folder = OWN / name
+    return Input(
+        name=name,
+        path=folder / "capture.pcap",
+        keylog=folder / "keys.log" if keys else None,
+        what=what,
+    )
+
+
+INPUTS: tuple[Input, ...] = (
+    Input(name="agent_chat", path=ROOT / "examples" / "agent_chat.pcap", what="HTTP/1, SSE"),
+    _shared("http1_cleartext", "HTTP/1 keep-alive, SSE, gzip"),
+    _shared("h2c_prior_knowledge", "HTTP/2 cleartext"),
+    _shared("grpc_h2c", "HTTP/2 gRPC"),
+    _shared("https_tls12_h1", "TLS 1.2, HTTP/1", keys=True),
+    _shared("https_tls13_h2", "TLS 1.3, HTTP/2", keys=True),
+    _shared("llm_sdk_openai", "TLS 1.3, OpenAI SDK, SSE", keys=True),
+    _shared("llm_sdk_anthropic", "TLS 1.3, Anthropic SDK, SSE", keys=True),
+    _shared("mcp_http_plain", "MCP streamable HTTP, SSE"),
+    _shared("a2a_jsonrpc_v03", "A2A JSON-RPC 0.3"),
+    _own("mcp_streamable_sessions", "MCP sessions"),
+    _own("mcp_legacy_sse", "MCP legacy SSE"),
+    _own("mcp_streamable_tls", "MCP over TLS 1.3", keys=True),
+    _own("a2a_v1_jsonrpc", "A2A 1.0 JSON-RPC"),
+    _own("a2a_v1_rest", "A2A 1.0 REST"),
+    _own("tls12_aes256gcm_h1", "TLS 1.2 AES-256-GCM, HTTP/1, SSE", keys=True),
+    _own("tls13_chacha20_h1", "TLS 1.3 ChaCha20, HTTP/1, SSE", keys=True),
+    _own("h2c_upgrade", "HTTP/1 Upgrade to h2c"),
+)
+
+BY_NAME = {i.name: i for i in INPUTS}
+
+# A larger HTTP/1 keep-alive capture (a few hundred exchanges) made by
+# scripts/make_fault_captures.py, so that "unaffected identical >= 99.5%" means something.
+KEEPALIVE = Input(
+    name="h1_keepalive",
+    path=FAULT_DATA / "h1_keepalive.pcap",
+    what="HTTP/1 keep-alive, a few hundred replayed agent exchanges",
+)
+ALL_INPUTS: tuple[Input, ...] = (*INPUTS, KEEPALIVE) if KEEPALIVE.path.exists() else INPUTS

@@ -1,0 +1,456 @@
+"""Run agentshark on a clean and a faulted capture and classify every exchange and call.
+
+An exchange is compared as the JSON report renders it (``output.report.exchange_json`` with
+stream events, nothing redacted) plus a SHA-256 of each body, minus what legitimately differs
+between two runs: ids and connection ids (numbering), the HTTP/1 ``stream`` (a request's place
+on its connection) and diagnostics (compared as evidence, not as content). A call likewise
+(``call_json`` minus ``id``, ``exchange_id``, diagnostics).
+
+Exchanges of the two runs are matched by connection (its two endpoints, whatever the roles)
+and, for HTTP/2, the stream id, for HTTP/1 the request's first-byte time (the n-th of equal
+times with the n-th); left-overs are then matched by the response's first-byte time. Calls
+follow their exchange (the n-th call of an exchange with the n-th).
+
+A clean exchange is *affected* when a touched packet's byte range (``inject.Touch``) overlaps
+the TCP bytes of its request or response, or the bytes of its connection before the first
+message of a direction (TLS handshake, HTTP/2 preface and settings). A message's bytes are its
+direction's data segments time-stamped between its first and last byte; over TLS the range
+starts 16 KiB + 512 earlier, since a record's first segments come before the time stamp of
+its first plaintext byte. So "affected" errs towards too many, never too few.
+
+Verdicts: ``identical``; ``incomplete`` (different, and says ``complete: false``);
+``absent_diag`` (gone, and the faulted run has a new diagnostic or gap on its connection or
+source); and the violations ``wrong`` (complete and different), ``absent_silent`` (gone with
+no new evidence), ``extra_complete`` (an exchange or call the clean run does not have, marked
+complete). ``extra_incomplete`` is an incomplete left-over of the faulted run (allowed).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import tempfile
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from agentshark.apis.model import Call
+from agentshark.model import Exchange
+from agentshark.output.report import RenderOptions, call_json, exchange_json
+from agentshark.pipeline import Options
+from tests.faults.inject import FAULTS, Conn, Pkt, Touch, conn_of, index_packets, inject
+from tests.faults.pcapfile import Capture, Flow, read_capture
+from tests.helpers import Collected
+
+RENDER = RenderOptions(redact=False, events=True)
+TLS_RECORD_REACH = 16384 + 512
+VIOLATIONS = frozenset({"wrong", "absent_silent", "extra_complete"})
+EPS = 2e-6
+# a string naming an exchange or a call (MCP sessions link calls and the exchanges that carried
+# their messages): ids are numbered in order, so they are compared through the matching
+EXCHANGE_REF = re.compile(r'(?<=")((?:s\d+\.)?(?:e|call)\d+)(?=[ "])')
+
+
+@dataclass(slots=True, kw_only=True)
+class Item:
+    """One exchange or call of a run, ready to compare."""
+
+    kind: str  # "exchange" or "call"
+    conn: Conn | None
+    key: tuple[Any, ...]
+    complete: bool
+    content: str  # the normalized JSON
+    diagnostics: list[str]
+    exchange: Exchange | None = None
+    call: Call | None = None
+    tags: tuple[str, ...] = ()
+
+    @property
+    def exchange_id(self) -> str:
+        assert self.exchange is not None
+        return self.exchange.id
+
+
+@dataclass(slots=True, kw_only=True)
+class Run:
+    exchanges: list[Item]
+    calls: list[Item]
+    evidence: dict[Conn | None, set[str]]  # diagnostics and gaps, per connection (None: source)
+    collected: Collected
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Verdict:
+    kind: str
+    outcome: str
+    affected: bool
+    tags: tuple[str, ...]
+    what: str  # the clean item's summary, for messages
+    diff: str = ""
+
+    @property
+    def violation(self) -> bool:
+        return self.outcome in VIOLATIONS
+
+
+@dataclass(slots=True, kw_only=True)
+class Result:
+    input: str
+    fault: str
+    seed: int
+    verdicts: list[Verdict] = field(default_factory=list)
+    touches: list[Touch] = field(default_factory=list)
+    faulted: Run | None = None
+
+    def violations(self) -> list[Verdict]:
+        return [v for v in self.verdicts if v.violation]
+
+
+# -- running agentshark -----------------------------------------------------------------------
+
+
+def analyze(path: Path, keylog: Path | None) -> Run:
+    got = Collected([str(path)], Options(calls=True, keylogs=[str(keylog)] if keylog else []))
+    ends = {
+        c.connection.id: conn_of((*c.connection.client, *c.connection.server))
+        for c in got.connections
+    }
+    exchanges = [_exchange_item(ex, ends.get(ex.connection or "")) for ex in got.exchanges]
+    by_id = {it.exchange.id: it for it in exchanges if it.exchange is not None}
+    calls = _call_items(got.calls, by_id)
+    evidence: dict[Conn | None, set[str]] = defaultdict(set)
+    for c in got.connections:
+        conn = ends[c.connection.id]
+        evidence[conn] |= {f"{d.code}: {d.message}" for d in c.diagnostics}
+        evidence[conn] |= {f"gap {i} {n}" for i, n in enumerate(c.connection.gaps) if n}
+    for it in exchanges:
+        evidence[it.conn] |= set(it.diagnostics)
+    for s in got.sources:
+        evidence[None] |= {f"{d.code}: {d.message}" for d in s.diagnostics}
+    return Run(exchanges=exchanges, calls=calls, evidence=evidence, collected=got)
+
+
+def _exchange_item(ex: Exchange, conn: Conn | None) -> Item:
+    out = exchange_json(ex, RENDER)
+    diags = [f"{d['code']}: {d['message']}" for d in out.pop("diagnostics")]
+    for name in ("id", "connection"):
+        out.pop(name)
+    if ex.transport != "h2":
+        out.pop("stream")
+        key: tuple[Any, ...] = (ex.request.started if ex.request else None,)
+    else:
+        key = ("h2", ex.stream)
+    for name, msg in (("request", ex.request), ("response", ex.response)):
+        if msg is not None:
+            out[name]["sha256"] = hashlib.sha256(msg.body.data()).hexdigest()
+    return Item(
+        kind="exchange",
+        conn=conn,
+        key=key,
+        complete=ex.complete,
+        content=json.dumps(out, sort_keys=True, default=str),
+        diagnostics=diags,
+        exchange=ex,
+        tags=_tags(ex),
+    )
+
+
+def _tags(ex: Exchange) -> tuple[str, ...]:
+    tags = ["h2" if ex.transport == "h2" else "http1"]
+    version = str((ex.tls or {}).get("version", "")).lower().replace(" ", "").replace(".", "")
+    tags.append(version.replace("tlsv", "tls") if version else "plain")
+    ctype = ""
+    if ex.response is not None:
+        ctype = next((v for k, v in ex.response.headers if k.lower() == "content-type"), "")
+    if ctype.startswith("text/event-stream"):
+        tags.append("sse")
+    return tuple(tags)
+
+
+def _call_items(calls: list[Call], exchanges: dict[str, Item]) -> list[Item]:
+    out = []
+    seen: Counter[str] = Counter()
+    for call in calls:
+        ex = exchanges.get(call.exchange_id)
+        data = call_json(call, RENDER)
+        diags = [f"{d['code']}: {d['message']}" for d in data.pop("diagnostics")]
+        for name in ("id", "exchange_id"):
+            data.pop(name)
+        n = seen[call.exchange_id]
+        seen[call.exchange_id] += 1
+        family = call.api.split(".")[0]
+        out.append(
+            Item(
+                kind="call",
+                conn=ex.conn if ex is not None else None,
+                key=(call.exchange_id, n),  # rewritten into the exchange's match when compared
+                complete=call.complete,
+                content=json.dumps(data, sort_keys=True, default=str),
+                diagnostics=diags,
+                call=call,
+                tags=(*(ex.tags if ex is not None else ()), family),
+            )
+        )
+    return out
+
+
+# -- matching and verdicts --------------------------------------------------------------------
+
+
+def match(clean: list[Item], faulted: list[Item]) -> tuple[dict[int, int], list[int], list[int]]:
+    """Pairs (clean index -> faulted index), then the unmatched of each side."""
+    pairs: dict[int, int] = {}
+    left = set(range(len(faulted)))
+    for key_of in (_first_key, _response_key):
+        index: dict[tuple[Any, ...], list[int]] = defaultdict(list)
+        for j in sorted(left):
+            k = key_of(faulted[j])
+            if k is not None:
+                index[k].append(j)
+        for i, it in enumerate(clean):
+            k = key_of(it)
+            if i in pairs or k is None or not index.get(k):
+                continue
+            j = index[k].pop(0)
+            pairs[i] = j
+            left.discard(j)
+    return pairs, [i for i in range(len(clean)) if i not in pairs], sorted(left)
+
+
+def _first_key(it: Item) -> tuple[Any, ...] | None:
+    return (it.conn, *it.key) if it.key != (None,) else None
+
+
+def _response_key(it: Item) -> tuple[Any, ...] | None:
+    ex = it.exchange
+    if ex is None or ex.response is None or ex.response.started is None:
+        return None
+    return (it.conn, "response", ex.response.started)
+
+
+def judge(clean: Run, faulted: Run, affected: list[bool]) -> list[Verdict]:
+    """A verdict per clean exchange and call, and per left-over of the faulted run."""
+    verdicts = []
+    pairs, gone, extra = match(clean.exchanges, faulted.exchanges)
+    verdicts += _verdicts(
+        clean, faulted, clean.exchanges, faulted.exchanges, pairs, gone, extra, affected
+    )
+    # calls: the n-th call of an exchange against the n-th call of its match
+    ids = {
+        faulted.exchanges[j].exchange_id: clean.exchanges[i].exchange_id for i, j in pairs.items()
+    }
+    back = {v: k for k, v in ids.items()}
+    by_key = {c.key: j for j, c in enumerate(faulted.calls)}
+    call_pairs: dict[int, int] = {}
+    for i, c in enumerate(clean.calls):
+        other = back.get(c.key[0])
+        if other is not None and (other, c.key[1]) in by_key:
+            call_pairs[i] = by_key[(other, c.key[1])]
+    for i, j in call_pairs.items():
+        ids[_call_id(faulted.calls[j])] = _call_id(clean.calls[i])
+    renamed = [_rename(c, ids) for c in faulted.calls]
+    call_gone = [i for i in range(len(clean.calls)) if i not in call_pairs]
+    call_extra = [j for j in range(len(faulted.calls)) if j not in set(call_pairs.values())]
+    ex_affected = {it.exchange_id: a for it, a in zip(clean.exchanges, affected, strict=True)}
+    call_affected = [
+        any(
+            ex_affected.get(x, True)
+            for x in {c.key[0], *EXCHANGE_REF.findall(c.content)}
+            if not x.startswith("call")
+        )
+        for c in clean.calls
+    ]
+    verdicts += _verdicts(
+        clean, faulted, clean.calls, renamed, call_pairs, call_gone, call_extra, call_affected
+    )
+    return verdicts
+
+
+def _call_id(it: Item) -> str:
+    assert it.call is not None
+    return it.call.id
+
+
+def _rename(it: Item, ids: dict[str, str]) -> Item:
+    """A faulted run's call with the exchange ids it names (MCP sessions name the exchange
+    that carried a response) replaced by those of the matching clean exchanges."""
+    content = EXCHANGE_REF.sub(lambda m: ids.get(m.group(1), "?"), it.content)
+    return replace(it, content=content) if content != it.content else it
+
+
+def _verdicts(
+    clean: Run,
+    faulted: Run,
+    before: list[Item],
+    after: list[Item],
+    pairs: dict[int, int],
+    gone: list[int],
+    extra: list[int],
+    affected: list[bool],
+) -> list[Verdict]:
+    out = []
+    for i, j in pairs.items():
+        a, b = before[i], after[j]
+        if a.content == b.content:
+            outcome, diff = "identical", ""
+        else:
+            outcome = "wrong" if b.complete else "incomplete"
+            diff = first_diff(json.loads(a.content), json.loads(b.content))
+        out.append(
+            Verdict(
+                kind=a.kind,
+                outcome=outcome,
+                affected=affected[i],
+                tags=a.tags,
+                what=_what(a),
+                diff=diff,
+            )
+        )
+    for i in gone:
+        a = before[i]
+        new = (faulted.evidence.get(a.conn, set()) - clean.evidence.get(a.conn, set())) | (
+            faulted.evidence.get(None, set()) - clean.evidence.get(None, set())
+        )
+        outcome = "absent_diag" if new else "absent_silent"
+        out.append(
+            Verdict(kind=a.kind, outcome=outcome, affected=affected[i], tags=a.tags, what=_what(a))
+        )
+    for j in extra:
+        b = after[j]
+        out.append(
+            Verdict(
+                kind=b.kind,
+                outcome="extra_complete" if b.complete else "extra_incomplete",
+                affected=True,
+                tags=b.tags,
+                what=_what(b),
+            )
+        )
+    return out
+
+
+def _what(it: Item) -> str:
+    if it.call is not None:
+        return f"call {it.call.api} {it.call.operation} (exchange {it.call.exchange_id})"
+    ex = it.exchange
+    assert ex is not None
+    req = f"{ex.request.method} {ex.request.target}" if ex.request else "(no request)"
+    status = ex.response.status if ex.response else "-"
+    return f"{ex.id} {ex.transport} {req} -> {status} at {ex.started}"
+
+
+def first_diff(a: Any, b: Any, path: str = "$") -> str:
+    """Where two JSON values first differ, with both values (shortened)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in sorted(set(a) | set(b)):
+            if a.get(k) != b.get(k):
+                return first_diff(a.get(k), b.get(k), f"{path}.{k}")
+    elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for n, (x, y) in enumerate(zip(a, b, strict=True)):
+            if x != y:
+                return first_diff(x, y, f"{path}[{n}]")
+    return f"{path}: {str(a)[:80]!r} -> {str(b)[:80]!r}"
+
+
+# -- what a fault touched ---------------------------------------------------------------------
+
+
+def affected_flags(capture: Capture, clean: Run, touches: list[Touch]) -> list[bool]:
+    """For each clean exchange: does a touched range overlap its bytes (see the docstring)?"""
+    packets, _ = index_packets(capture)
+    by_flow: dict[Flow, list[Pkt]] = defaultdict(list)
+    for p in packets:
+        if p.data and p.tcp is not None:
+            by_flow[p.tcp.flow].append(p)
+    raw = [_ranges(it, clean, by_flow) for it in clean.exchanges]
+    setup: dict[Flow, float] = {}
+    for rs in raw:
+        for flow, lo, _ in rs:
+            setup[flow] = min(setup.get(flow, float("inf")), lo)
+    ends: dict[Flow, list[int]] = defaultdict(list)
+    for rs in raw:
+        for flow, _, hi in rs:
+            ends[flow].append(hi)
+    ranges = [
+        [(f, _reach_back(lo, ends[f]), hi) for f, lo, hi in rs] if it.exchange.tls else rs
+        for it, rs in zip(clean.exchanges, raw, strict=True)
+        if it.exchange is not None
+    ]
+    hit = [t for t in touches if t.end > t.start]
+    flags = []
+    for it, rs in zip(clean.exchanges, ranges, strict=True):
+        flows = _flows(it, clean)
+        flag = any(t.flow == f and t.start < hi and t.end > lo for f, lo, hi in rs for t in hit)
+        flag = flag or any(t.flow in flows and t.start < setup.get(t.flow, 0) for t in hit)
+        flags.append(flag or not rs)
+    return flags
+
+
+def _reach_back(lo: int, ends: list[int]) -> int:
+    """Over TLS, a message's first records may sit in segments before the time stamp of its
+    first plaintext byte: its range starts up to a record earlier, but not before the end of
+    the previous message of its direction."""
+    before = [h for h in ends if h <= lo]
+    return max(lo - TLS_RECORD_REACH, max(before, default=0))
+
+
+def _flows(it: Item, run: Run) -> tuple[Flow, ...]:
+    ex = it.exchange
+    assert ex is not None
+    for c in run.collected.connections:
+        if c.connection.id == ex.connection:
+            cl, sv = c.connection.client, c.connection.server
+            return ((*cl, *sv), (*sv, *cl))
+    return ()
+
+
+def _ranges(it: Item, run: Run, by_flow: dict[Flow, list[Pkt]]) -> list[tuple[Flow, int, int]]:
+    ex = it.exchange
+    assert ex is not None
+    flows = _flows(it, run)
+    if not flows:
+        return []
+    out = []
+    for flow, msg in zip(flows, (ex.request, ex.response), strict=True):
+        if msg is None or msg.started is None:
+            continue
+        end = msg.ended if msg.ended is not None else float("inf")
+        sel = [p for p in by_flow.get(flow, []) if msg.started - EPS <= p.ts <= end + EPS]
+        if not sel:
+            continue
+        out.append((flow, min(p.start for p in sel), max(p.end for p in sel)))
+    return out
+
+
+# -- one case ---------------------------------------------------------------------------------
+
+
+_CLEAN: dict[tuple[str, str | None], tuple[Capture, Run]] = {}
+
+
+def clean_run(path: Path, keylog: Path | None) -> tuple[Capture, Run]:
+    """The capture as the suite reads it, and agentshark's run on it (cached per process)."""
+    key = (str(path), str(keylog) if keylog else None)
+    if key not in _CLEAN:
+        _CLEAN[key] = (read_capture(path), analyze(path, keylog))
+    return _CLEAN[key]
+
+
+def run_case(name: str, path: Path, keylog: Path | None, fault: str, seed: int) -> Result:
+    capture, clean = clean_run(path, keylog)
+    data, touches = inject(capture, FAULTS[fault], seed)
+    with tempfile.TemporaryDirectory(prefix="agentshark-faults-") as tmp:
+        faulted_path = Path(tmp) / "faulted.pcap"
+        faulted_path.write_bytes(data)
+        faulted = analyze(faulted_path, keylog)
+    affected = affected_flags(capture, clean, touches)
+    return Result(
+        input=name,
+        fault=fault,
+        seed=seed,
+        verdicts=judge(clean, faulted, affected),
+        touches=touches,
+        faulted=faulted,
+    )
