@@ -1,6 +1,5 @@
 """Findings of the fuzz campaign (scripts/fuzz_campaign.py) in the A2A family, kept as
-regression tests. ``apis/a2a*`` is another engineer's module: the fix is theirs, so the
-tests are strict xfails until it lands (then they pass, and the mark must go)."""
+regression tests."""
 
 from __future__ import annotations
 
@@ -11,12 +10,6 @@ from agentshark.apis.registry import recognize
 from tests.helpers import http_exchange
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=TypeError,
-    reason="fuzz finding: a2a.JsonRpc.match looks an unhashable JSON-RPC method up in a set "
-    "(a2a.py, `method in _SHARED_WITH_MCP`)",
-)
 @pytest.mark.parametrize("method", [{"a": 1}, ["message/send"]])
 def test_a_jsonrpc_method_of_any_type_is_not_an_exception(method: object) -> None:
     body = orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": method})
@@ -34,12 +27,6 @@ def test_a_jsonrpc_method_of_any_type_is_not_an_exception(method: object) -> Non
         orjson.dumps(call.to_json())
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=ValueError,
-    reason="a2a_parts.is_ending takes a task state of str.isdigit() characters "
-    "(superscripts) that int() refuses",
-)
 def test_a_task_state_of_non_ascii_digits_is_not_an_exception() -> None:
     from agentshark.apis.a2a_parts import is_ending
 

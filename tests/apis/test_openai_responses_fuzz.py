@@ -1,6 +1,5 @@
 """Findings of the fuzz campaign (scripts/fuzz_campaign.py) in the OpenAI Responses family,
-kept as regression tests. ``apis/openai_*`` is another engineer's module: the fix is theirs,
-so the test is a strict xfail until it lands (then it passes, and the mark must go)."""
+kept as regression tests."""
 
 from __future__ import annotations
 
@@ -11,12 +10,6 @@ from agentshark.apis.registry import recognize
 from tests.helpers import http_exchange
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=TypeError,
-    reason="fuzz finding: openai_responses._response_shaped looks an unhashable "
-    '"object" value up in RESPONSE_OBJECTS',
-)
 @pytest.mark.parametrize("value", [[[False, False]], {"a": 1}])
 def test_a_response_object_field_of_any_type_is_not_an_exception(value: object) -> None:
     ex = http_exchange(

@@ -1,6 +1,5 @@
 """Findings of the fuzz campaign (scripts/fuzz_campaign.py) in the HTTP/1 parser, kept as
-regression tests. ``http/h1*`` is another engineer's module: the fix is theirs, so the test
-is a strict xfail until it lands (then it passes, and the mark must go).
+regression tests.
 
 An infinite loop would hang the suite: the parse runs under a CPU-time alarm (2 s of CPU
 for 15 bytes), which turns a loop into an exception.
@@ -37,12 +36,6 @@ def cpu_limit(seconds: float) -> Iterator[None]:
         signal.signal(signal.SIGVTALRM, old)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=LoopingError,
-    reason="fuzz finding: h1 loops between RESYNC and HEAD when REQUEST_START matches a "
-    "line that the head parser does not take as a request (target without '/', bare LF)",
-)
 @pytest.mark.parametrize("data", [b"GET s HTTP/1.1\n", b"GET s HTTP/1.1\r\n\r\n"])
 def test_a_request_line_the_head_parser_refuses_does_not_loop(data: bytes) -> None:
     conn = H1Connection()
@@ -51,12 +44,6 @@ def test_a_request_line_the_head_parser_refuses_does_not_loop(data: bytes) -> No
     assert all(isinstance(e, get_args(HttpEvent)) for e in events)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=ValueError,
-    reason="fuzz finding: h1_syntax.content_length takes str.isdigit() digits (superscripts) "
-    "that int() refuses; RFC 9110 §8.6 Content-Length is 1*DIGIT (ASCII)",
-)
 @pytest.mark.parametrize("value", [b"\xb3", b"2\xb2"])
 def test_a_content_length_of_non_ascii_digits_is_not_an_exception(value: bytes) -> None:
     conn = H1Connection()

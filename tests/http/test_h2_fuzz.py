@@ -1,13 +1,10 @@
 """Findings of the review that followed the fuzz campaign (scripts/fuzz_campaign.py) in the
-HTTP/2 parser, kept as regression tests. ``http/h2*`` is another engineer's module: the fix
-is theirs, so the test is a strict xfail until it lands (then it passes, and the mark must
-go)."""
+HTTP/2 parser, kept as regression tests."""
 
 from __future__ import annotations
 
 from typing import get_args
 
-import pytest
 from hpack import Encoder
 from hyperframe.frame import HeadersFrame, SettingsFrame
 
@@ -17,12 +14,6 @@ from agentshark.http.h2 import H2Connection
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=ValueError,
-    reason="h2_streams._status takes a :status of three str.isdigit() characters "
-    "(superscripts) that int() refuses",
-)
 def test_a_status_of_non_ascii_digits_is_not_an_exception() -> None:
     request = HeadersFrame(1, flags=["END_HEADERS", "END_STREAM"])
     request.data = Encoder().encode(

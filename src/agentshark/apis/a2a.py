@@ -335,6 +335,8 @@ class JsonRpc:
         if not isinstance(req, dict) or req.get("jsonrpc") != "2.0":
             return 0.0
         method = req.get("method")
+        if not isinstance(method, str):  # a JSON-RPC method is a string (JSON-RPC 2.0 §4)
+            return 0.0
         if method in _SHARED_WITH_MCP:
             return _shared_method_score(view, req)
         if method in METHODS_V10 or method in METHODS_V03 or method in METHODS_LEGACY:

@@ -67,7 +67,8 @@ def is_ending(state: str | None) -> bool:
     """Whether ``state`` (either version's spelling) ends a stream."""
     if state is None:
         return False
-    if state.isdigit():  # the 1.0 enum's numbers: completed..auth-required, not 1, 2 or 0
+    # the 1.0 enum's numbers (ASCII): completed..auth-required, not 1, 2 or 0
+    if state.isascii() and state.isdigit():
         return int(state) in (3, 4, 5, 6, 7, 8)
     s = state.lower().removeprefix("task_state_").replace("_", "-")
     return s in _ENDING_STATES

@@ -279,7 +279,8 @@ def _response_shaped(view: ExchangeView) -> bool:
     body = view.response_json
     if not isinstance(body, dict):
         return False
-    return body.get("object") in RESPONSE_OBJECTS or (
+    obj = body.get("object")
+    return (isinstance(obj, str) and obj in RESPONSE_OBJECTS) or (
         isinstance(body.get("output"), list) and "choices" not in body
     )
 

@@ -12,8 +12,11 @@ from agentshark.model import Headers
 
 REQUEST_LINE = re.compile(rb"([!#$%&'*+.^_`|~0-9A-Za-z-]+) (\S+) (HTTP/\d\.\d)\r?\n")
 STATUS_LINE = re.compile(rb"(HTTP/\d\.\d) (\d{3})(?: ([^\r\n]*))?\r?\n")
+# The targets ``is_request_prefix`` accepts (origin, asterisk or absolute form; any for
+# CONNECT): a start line found here must be one the head parser takes, or resync loops.
 REQUEST_START = re.compile(
-    rb"(?:^|\n)((?:GET|POST|PUT|DELETE|HEAD|OPTIONS|PATCH|CONNECT|TRACE|PRI) \S+ HTTP/1\.[01]\r?\n)"
+    rb"(?:^|\n)((?:(?:GET|POST|PUT|DELETE|HEAD|OPTIONS|PATCH|TRACE|PRI) [/*h]\S*|CONNECT \S+)"
+    rb" HTTP/1\.[01]\r?\n)"
 )
 STATUS_START = re.compile(rb"(?:^|\n)(HTTP/1\.[01] \d{3}[ \r\n])")
 HEAD_END = re.compile(rb"\r?\n\r?\n")
@@ -92,7 +95,8 @@ def content_length(headers: Headers) -> int | None:
     if len(values) != 1:
         return None
     value = values.pop()
-    return int(value) if value.isdigit() else None
+    # 1*DIGIT, ASCII only: str.isdigit() also takes "²", which int() refuses.
+    return int(value) if value.isascii() and value.isdigit() else None
 
 
 def last_transfer_coding(headers: Headers) -> str | None:

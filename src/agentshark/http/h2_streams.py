@@ -379,6 +379,6 @@ def _pseudo(headers: Headers, name: str) -> str | None:
 
 def _status(value: str | None) -> int:
     """``:status`` as a number; 0 when missing or not three digits."""
-    if value is None or len(value) != 3 or not value.isdigit():
+    if value is None or len(value) != 3 or not (value.isascii() and value.isdigit()):
         return 0
     return int(value)
