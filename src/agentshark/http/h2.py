@@ -341,9 +341,7 @@ class H2Connection:
                     "frame; frame ignored"
                 )
                 out.append(d.error(ts, message, stream=sid))
-                d.data_emit = d.data_end = False
-                d.data_left = 0
-                d.pad_left = max(length - 1, 0)
+                d.skip_frame_rest(max(length - 1, 0))
                 return start
             length -= pad + 1
         if d.block_stream:

@@ -169,6 +169,13 @@ class Direction:
         self.block_stream = 0
         self.block_lost = False
 
+    def skip_frame_rest(self, size: int) -> None:
+        """The next ``size`` bytes end the current frame and are skipped, as padding is:
+        no payload is reported from them, and they end no message."""
+        self.data_left = 0
+        self.data_emit = self.data_end = False
+        self.pad_left = size
+
     def reset_frame_state(self) -> None:
         """Inside no frame: no DATA payload or padding to come, no header block open."""
         self.data_left = self.pad_left = 0

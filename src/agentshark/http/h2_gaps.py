@@ -124,9 +124,7 @@ def _gap_in_frame(d: Direction, size: int, ts: float, out: list[HttpEvent], gap:
     _frame_cut(d, ftype, flags, sid & 0x7FFFFFFF, ts, out, gap)
     take = min(size, rest)
     d.offset += take
-    d.data_left = 0
-    d.data_emit = d.data_end = False
-    d.pad_left = rest - take  # skipped as padding is
+    d.skip_frame_rest(rest - take)
     return size - take
 
 
