@@ -1,0 +1,267 @@
+"""Capture gaps and lost sync in an HTTP/2 direction: what they cost, and finding the frames
+again (RFC 9113 §4.1).
+
+Input: a capture gap in one direction (its size exact, as TCP sequence numbers give it),
+bytes that are not frames, and the :class:`~agentshark.http.h2_direction.Direction` state
+they hit. Output: :class:`~agentshark.http.events.BodyGap` and
+:class:`~agentshark.http.events.ParseError` events, messages marked lossy in
+:class:`~agentshark.http.h2_streams.Streams`, and the direction back in
+:data:`~agentshark.http.h2_direction.FRAMES` mode at a frame boundary.
+
+A capture gap costs the streams it may have touched, never the connection:
+
+* inside a DATA payload (its frame header seen): a :class:`BodyGap` on that stream only;
+* inside another frame whose 9-byte header was seen: that frame is lost, and the rest of it
+  is skipped where it comes, so the frames after it are read in place. A cut HEADERS,
+  PUSH_PROMISE or CONTINUATION loses its header block (its message is reported with the
+  fields that never came missing, marked incomplete) and the direction's HPACK table is
+  forgotten; a cut RST_STREAM marks both messages of its stream; a cut SETTINGS keeps its
+  place in the SETTINGS/ACK pairing; PING, WINDOW_UPDATE, PRIORITY, GOAWAY cost nothing
+  but a diagnostic;
+* past a frame boundary (or inside a frame header): which frames were lost is unknown.
+  Every message of the direction that has not ended (or, on an open stream, not begun:
+  the lost frame may be its head or a 1xx) is marked lossy, with a diagnostic on its stream
+  naming the gap (direction, byte offset, size); the open header block is cut; HPACK
+  forgets its table; the direction resyncs on the next frame boundary with the stricter
+  rules of :func:`~agentshark.http.h2_frames.chain_verdict` (DATA, HEADERS and
+  CONTINUATION only on streams that can still carry them). The marked messages go on:
+  their frames after the resync are still added, and they end incomplete.
+
+After HPACK forgets its table, a block that indexes an entry the capture no longer knows
+(it may have been added, or moved, by a lost block) decodes without that field and leaves
+its message incomplete; blocks that use only the static table, literals and entries added
+since the gap decode as they would have (see :mod:`~agentshark.http.h2_hpack`). So every
+message is either what a clean capture gives or marked incomplete, and a DATA frame is
+only ever attributed by its own frame header.
+
+Bytes that are not frames (a capture that started mid-connection, garbage, a frame larger
+than SETTINGS_MAX_FRAME_SIZE allows, what follows a gap past a frame boundary) are skipped
+up to the first point :func:`~agentshark.http.h2_frames.chain_verdict` accepts, with one
+ParseError for the bytes skipped.
+"""
+
+from __future__ import annotations
+
+from agentshark.http.events import BodyGap, HttpEvent, ParseError
+from agentshark.http.h2_blocks import block_done, block_interrupted_by, block_start
+from agentshark.http.h2_direction import FRAMES, Direction, Mode
+from agentshark.http.h2_frames import (
+    CONTINUATION,
+    DATA,
+    DEFAULT_MAX_FRAME,
+    END_HEADERS,
+    END_STREAM,
+    FRAME_HEADER,
+    HEADERS,
+    PUSH_PROMISE,
+    RST_STREAM,
+    SETTINGS,
+    chain_verdict,
+    type_name,
+)
+
+__all__ = ["gap_label", "lose_sync", "on_gap", "report_skipped", "resync"]
+
+
+def gap_label(d: Direction, size: int) -> str:
+    """How diagnostics name a gap of ``size`` bytes starting after what ``d`` received."""
+    side = "server" if d.response else "client"
+    return f"a capture gap of {size} bytes at {side} byte {d.offset + d.held_len}"
+
+
+def on_gap(d: Direction, size: int, ts: float, out: list[HttpEvent], gap: str) -> None:
+    """``size`` bytes of ``d`` were never captured (``gap`` names them); ``d`` holds no
+    resync candidate (a resync has decided on the bytes it held)."""
+    if d.mode is FRAMES:
+        if not d.held:
+            size = _gap_in_data(d, size, ts, out)
+        elif d.held_len >= 9:
+            size = _gap_in_frame(d, size, ts, out, gap)
+        if not size:
+            return
+    if d.mode is FRAMES or d.mode is Mode.PREFACE:
+        where = "frames" if d.mode is FRAMES else "the connection preface"
+        lose_sync(d, ts, out, f"{gap} lost {where}")
+    else:
+        report_skipped(d, ts, out)
+        d.drop_held()
+        if d.mode is Mode.RESYNC:  # still lost: whatever the gap held is unknown too
+            d.streams.taint_open(d.side, d.offset, ts, out, gap)
+            d.hpack.forget()
+    d.offset += size
+
+
+def _gap_in_data(d: Direction, size: int, ts: float, out: list[HttpEvent]) -> int:
+    """The part of a gap inside the current DATA payload becomes a BodyGap, the part in
+    its padding is skipped; returns the size of the rest of the gap."""
+    if d.data_left:
+        take = min(size, d.data_left)
+        if d.data_emit:
+            out.append(BodyGap(stream=d.data_stream, response=d.response, size=take, ts=ts))
+        d.data_left -= take
+        d.offset += take
+        size -= take
+        if d.data_left:
+            return 0
+    elif not d.pad_left:
+        return size  # at a frame boundary
+    take = min(size, d.pad_left)
+    d.pad_left -= take
+    d.offset += take
+    size -= take
+    if not d.pad_left and d.data_end:
+        d.end_data(ts, out)
+    return size
+
+
+def _gap_in_frame(d: Direction, size: int, ts: float, out: list[HttpEvent], gap: str) -> int:
+    """A gap after the held header of a frame: the frame is lost (its stream, or the
+    connection-level state it carried, says so) and the rest of it that comes after
+    the gap is skipped; returns the size of the part of the gap past the frame."""
+    hi, lo, ftype, flags, sid = FRAME_HEADER.unpack_from(b"".join(d.held)[:9])
+    rest: int = 9 + (hi << 8 | lo) - d.held_len  # bytes of the frame not yet seen
+    d.drop_held()
+    _frame_cut(d, ftype, flags, sid & 0x7FFFFFFF, ts, out, gap)
+    take = min(size, rest)
+    d.offset += take
+    d.skip_frame_rest(rest - take)
+    return size - take
+
+
+def _frame_cut(
+    d: Direction, ftype: int, flags: int, sid: int, ts: float, out: list[HttpEvent], gap: str
+) -> None:
+    """What a frame whose payload a gap cut costs, by type."""
+    side = d.side
+    what = f"{gap} cut a {type_name(ftype)} frame" + (f" of stream {sid}" if sid else "")
+    if d.block_stream:
+        block_interrupted_by(d, ftype, sid, ts, out)
+    if ftype in (HEADERS, PUSH_PROMISE, CONTINUATION):
+        _block_frame_cut(d, ftype, flags, sid, ts, out, what)
+        return
+    if ftype == DATA:  # the pad length was lost: payload and padding are unknown
+        d.streams.taint(side, sid)
+        out.append(d.error(ts, what, stream=sid or None))
+        if flags & END_STREAM:
+            d.streams.end_message(side, sid, ts, out, complete=False)
+        return
+    if ftype == RST_STREAM:  # the stream may have been reset
+        d.streams.taint(0, sid)
+        d.streams.taint(1, sid)
+    elif ftype == SETTINGS:  # keep the order in which SETTINGS and their ACKs pair
+        d.on_settings(flags, {})
+    out.append(d.error(ts, what, stream=sid or None))
+
+
+def _block_frame_cut(
+    d: Direction, ftype: int, flags: int, sid: int, ts: float, out: list[HttpEvent], what: str
+) -> None:
+    """A cut frame of a header block: the block is lost (``what`` says where)."""
+    d.hpack.forget()  # the entries the block added are unknown
+    if ftype == CONTINUATION and not d.block_stream:
+        out.append(d.error(ts, what, stream=sid or None))
+        return
+    if ftype != CONTINUATION:
+        # a lost PUSH_PROMISE's promised stream is unknown: -1, nothing to report
+        block_start(d, sid, b"", flags, -1 if ftype == PUSH_PROMISE else 0, ts)
+    d.block_lost = True
+    out.append(d.error(ts, what + "; its header block is lost", stream=sid))
+    if flags & END_HEADERS:
+        block_done(d, ts, out)
+
+
+def lose_sync(d: Direction, ts: float, out: list[HttpEvent], why: str) -> None:
+    """The frame layer of ``d`` is lost (``why``): any frame may be gone. The header
+    block it was in is cut, every message of the direction that had not ended is
+    lossy, HPACK forgets its table, and the direction resyncs. Messages go on: the
+    frames found after the resync still add to them."""
+    out.append(d.error(ts, why + "; resynchronizing on the next frame"))
+    if d.block_stream:
+        if not d.block_lost:
+            message = f"{why}: the header block of stream {d.block_stream} is cut"
+            out.append(d.error(ts, message, stream=d.block_stream))
+        block_done(d, ts, out, cut=True)
+    if d.data_left or d.pad_left:
+        d.streams.taint(d.side, d.data_stream)
+    d.drop_held()
+    d.reset_frame_state()
+    d.streams.taint_open(d.side, d.offset, ts, out, why)
+    d.hpack.forget()
+    d.mode = Mode.RESYNC
+
+
+def resync(
+    d: Direction, buf: bytes, pos: int, ts: float, out: list[HttpEvent], *, final: bool
+) -> int:
+    """Skip ``buf[pos:]`` to the first frame boundary :func:`chain_verdict` accepts;
+    ``final``: no more bytes will come. Returns where the frames start (``d`` is back in
+    FRAMES mode), or the end of what it consumed (held: a candidate, or the last 8 bytes)."""
+    i, found, wait = _scan(d, buf, pos, final=final)
+    n = len(buf)
+    if final and found < 0:
+        i = n
+    if i > pos:
+        if not d.skipped:
+            d.skip_offset = d.base + pos
+        d.skipped += i - pos
+    if found >= 0:
+        report_skipped(d, ts, out)
+        d.mode = FRAMES
+        return found
+    if final:
+        report_skipped(d, ts, out)
+        return n
+    # keep the candidate, or the last 8 bytes (a frame header may start there)
+    return d.hold(buf, i, wait or 9, ts) if i < n else n
+
+
+def _scan(d: Direction, buf: bytes, pos: int, *, final: bool) -> tuple[int, int, int]:
+    """Where the search in ``buf[pos:]`` stopped, the frame boundary it found there (-1:
+    none), and how many bytes from there it needs to tell (0: no candidate)."""
+    n = len(buf)
+    i = pos
+    server = d.response
+    max_frame = d.max_frame
+    max_stream = d.streams.max_stream
+    side = d.side
+    may_carry = d.streams.may_carry
+
+    def carried(sid: int) -> bool:
+        return may_carry(side, sid)
+
+    # A frame no longer than 65535 bytes starts with a zero byte: jump between them.
+    zero_first = (max_frame or DEFAULT_MAX_FRAME) <= 0xFFFF
+    while n - i >= 9:
+        if zero_first and buf[i]:
+            i = buf.find(b"\0", i, n - 8)
+            if i < 0:
+                return n - 8, -1, 0
+        verdict = chain_verdict(
+            buf,
+            i,
+            server=server,
+            max_frame=max_frame,
+            max_stream=max_stream,
+            final=final,
+            may_carry=carried,
+        )
+        if verdict == 0:
+            return i, i, 0
+        if verdict > 0:
+            return i, -1, verdict
+        i += 1
+    return i, -1, 0
+
+
+def report_skipped(d: Direction, ts: float, out: list[HttpEvent]) -> None:
+    """One ParseError for the bytes a resync skipped since the last one."""
+    if d.skipped:
+        out.append(
+            ParseError(
+                response=d.response,
+                message=f"skipped {d.skipped} bytes that are not HTTP/2 frames",
+                offset=d.skip_offset,
+                ts=ts,
+            )
+        )
+        d.skipped = 0
