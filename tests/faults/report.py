@@ -37,6 +37,7 @@ def figures(verdicts: Iterable[Verdict]) -> dict[str, int]:
             out["affected"] += 1
             out["affected_identical"] += v.outcome == "identical"
             out["affected_marked"] += v.outcome in ("incomplete", "absent_diag")
+            out["affected_retimed"] += v.outcome == "retimed"
         else:
             out["unaffected"] += 1
             out["unaffected_identical"] += v.outcome == "identical"
@@ -51,7 +52,8 @@ def _pct(n: int, total: int) -> str:
 
 HEADER = (
     "| {label} | unaffected identical | affected recovered identical | "
-    "affected marked incomplete | complete but different |\n|---|---|---|---|---|"
+    "affected marked incomplete | affected retimed (a retransmitted copy's time) | "
+    "complete but different |\n|---|---|---|---|---|---|"
 )
 
 
@@ -62,7 +64,8 @@ def table(label: str, rows: dict[str, list[Verdict]]) -> str:
         lines.append(
             f"| {name} | {_pct(f['unaffected_identical'], f['unaffected'])} | "
             f"{_pct(f['affected_identical'], f['affected'])} | "
-            f"{_pct(f['affected_marked'], f['affected'])} | {f['violations']} |"
+            f"{_pct(f['affected_marked'], f['affected'])} | "
+            f"{_pct(f['affected_retimed'], f['affected'])} | {f['violations']} |"
         )
     return "\n".join(lines)
 
