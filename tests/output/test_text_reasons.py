@@ -98,7 +98,7 @@ def test_a_gap_is_the_reason_in_every_view(
     report = _json(capsys, "calls", pcap)
     (exchange,) = report["exchanges"]
     assert not exchange["complete"] and exchange["response"]["gap_bytes"] == 1000
-    gap = "1000 bytes of the response body were not captured"
+    gap = "1000 bytes of the response body at server byte 2000 were not captured"
     assert [d["message"] for d in exchange["diagnostics"]] == [gap]
     assert f"! http.body_gap: {gap}" in _text(capsys, "exchanges", pcap)
     assert f"! http.body_gap: {gap}" in _text(capsys, "calls", pcap)

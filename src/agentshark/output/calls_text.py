@@ -145,7 +145,8 @@ class CallsTextWriter:
 
     def _reasons(self, call: Call) -> None:
         """Why ``call`` is not complete, as the JSON report has it."""
-        why = reasons(call.diagnostics) or reasons(self._unfinished.get(call.exchange_id, []))
+        # The exchange's causes (a gap, a cut head) before the call's own consequences.
+        why = reasons([*self._unfinished.get(call.exchange_id, []), *call.diagnostics])
         for d in why:
             where = f" ({d.location})" if d.location else ""
             self._out.write(f"    ! {d.code}: {d.message}{where}\n")

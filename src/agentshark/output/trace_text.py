@@ -77,11 +77,10 @@ class TraceTextWriter:
                 w(f"  {line}\n")
 
     def _incomplete(self, call: Call) -> str:
-        """INCOMPLETE with the first reason the report gives (the call's, else its
-        exchange's)."""
-        why = reasons(call.diagnostics)
-        if not why and self._census is not None:
-            why = reasons(self._census.unfinished.get(call.exchange_id, []))
+        """INCOMPLETE with the first reason the report gives: its exchange's causes (a gap,
+        a cut head) before the call's own consequences."""
+        exchange = self._census.unfinished.get(call.exchange_id, []) if self._census else []
+        why = reasons([*exchange, *call.diagnostics])
         if not why:
             return "INCOMPLETE (its exchange did not end in the capture)"
         return f"INCOMPLETE ({why[0].code}: {why[0].message})"
