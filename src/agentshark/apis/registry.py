@@ -23,36 +23,31 @@ means the request side of the call (input messages, system instructions, tools, 
 parameters) is what the bytes seen hold, so an empty list there is unknown, not "none"; a
 response cut likewise for output, usage, finish reasons and ``timing.ended``. The reasons
 stay on the call (``Call.cut``) for stages that complete a call later
-(:mod:`agentshark.apis.mcp_sessions`).
+(:mod:`agentshark.apis.mcp.sessions`).
 """
 
 from __future__ import annotations
 
-import functools
 import itertools
 import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
 from urllib.parse import unquote, urlsplit
 
+from agentshark.apis.a2a import calls as a2a
+from agentshark.apis.anthropic import messages as anthropic
+from agentshark.apis.appids import header_app_ids
+from agentshark.apis.family import ApiFamily
+from agentshark.apis.mcp import calls as mcp
 from agentshark.apis.model import Call, Timing
+from agentshark.apis.openai import chat as openai_chat
+from agentshark.apis.openai import responses as openai_responses
 from agentshark.apis.view import ExchangeView
 from agentshark.errors import Diagnostic
 from agentshark.framing.events import EventStreamMessage, JsonDocument, SseEvent
 from agentshark.http.content import DEFAULT_DECODE_LIMIT
 from agentshark.model import Body, Exchange, Headers
-from agentshark.trace.appids import header_app_ids
-
-
-class ApiFamily(Protocol):
-    api: str  # the report's "api" value for calls this family parses
-
-    def match(self, view: ExchangeView) -> float: ...
-
-    def parse(self, view: ExchangeView, call: Call) -> None: ...
-
 
 # Response headers that carry the provider's own request id, in order of preference.
 REQUEST_ID_HEADERS = (
@@ -68,18 +63,19 @@ TRACE_HEADERS = ("traceparent", "tracestate", "baggage")
 TIMED_EVENTS = (SseEvent, JsonDocument, EventStreamMessage)  # not comments
 
 
-@functools.cache  # the list never changes; the deferred import costs a lookup per exchange
+# The registered families, in tie-break order (first wins a tie).
+FAMILIES: tuple[ApiFamily, ...] = (
+    *openai_chat.FAMILIES,
+    *openai_responses.FAMILIES,
+    *anthropic.FAMILIES,
+    *mcp.FAMILIES,
+    *a2a.FAMILIES,
+)
+
+
 def families() -> Sequence[ApiFamily]:
     """The registered families, in tie-break order (first wins a tie)."""
-    from agentshark.apis import a2a, anthropic, mcp, openai_chat, openai_responses
-
-    return (
-        *openai_chat.FAMILIES,
-        *openai_responses.FAMILIES,
-        *anthropic.FAMILIES,
-        *mcp.FAMILIES,
-        *a2a.FAMILIES,
-    )
+    return FAMILIES
 
 
 def known_apis() -> list[str]:

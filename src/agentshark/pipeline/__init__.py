@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from agentshark.apis.mcp_sessions import McpSessions
+from agentshark.apis.mcp.sessions import McpSessions
 from agentshark.apis.model import Call
 from agentshark.apis.registry import recognize
 from agentshark.errors import Diagnostic, InputError
@@ -82,7 +82,7 @@ def _with_calls(items: Iterator[Item], opts: Options) -> Iterator[Item]:
     """Each exchange, followed by the API call it carries when a family recognizes one.
 
     MCP calls that need a later exchange of their session (see
-    :mod:`agentshark.apis.mcp_sessions`) come when it does, or after the last input."""
+    :mod:`agentshark.apis.mcp.sessions`) come when it does, or after the last input."""
     counter = itertools.count(1)
     sessions = McpSessions()
     for item in items:

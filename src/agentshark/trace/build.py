@@ -38,8 +38,8 @@ from urllib.parse import unquote_plus, urlsplit
 
 import orjson
 
+from agentshark.apis.appids import name_kind
 from agentshark.apis.model import Call, Json, TextPart, ToolCallPart, ToolCallResponsePart
-from agentshark.trace.appids import name_kind
 from agentshark.trace.context import TraceParent, parse_traceparent
 from agentshark.trace.history import HistoryLink, is_model_call
 from agentshark.trace.model import Trace
