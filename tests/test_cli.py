@@ -511,3 +511,21 @@ def test_zero_calls_says_why(capsys: pytest.CaptureFixture[str], tmp_path: Path)
     empty.write_bytes(EXAMPLE.read_bytes()[:24])  # a pcap header, no packet
     assert main(["calls", str(empty), "--no-progress"]) == 0
     assert "0 calls: no HTTP exchanges in the input" in capsys.readouterr().out
+
+
+def test_failure_lines_on_stderr_are_redacted(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A failure said on stderr goes through the output's redaction: a path (or a message
+    quoting input) holding a key shows its mark, not the key; ``--no-redact`` shows it."""
+    key = "sk-proj-Q7wErTy8UiOp9AsDfGh0JkLzXcVbNm12"
+    bad = tmp_path / f"{key}.yaml"
+    bad.write_text("interactions: [\n")
+    assert main(["exchanges", str(bad)]) == 1
+    captured = capsys.readouterr()
+    assert "is not valid YAML" in captured.err
+    assert key not in captured.err and key[8:] not in captured.err
+    assert key not in captured.out
+    assert "[REDACTED sk-proj-" in captured.err
+    assert main(["exchanges", "--no-redact", str(bad)]) == 1
+    assert key in capsys.readouterr().err

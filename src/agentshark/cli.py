@@ -28,6 +28,7 @@ from agentshark.apis.registry import known_apis
 from agentshark.output.calls_text import CallsTextWriter
 from agentshark.output.census import Census
 from agentshark.output.jsonreport import JsonReportWriter
+from agentshark.output.redact import Redactor, redactor
 from agentshark.output.report import RenderOptions, call_json
 from agentshark.output.show import render_call
 from agentshark.output.text import TextWriter
@@ -336,7 +337,7 @@ def _show(args: argparse.Namespace, census: Census) -> int:
             return 2
         analysis = Analysis()
         items = analysis.watch(census.watch(run(args.files, options)))
-        failed = sum(_report_failure(item) for item in items)
+        failed = sum(_report_failure(item, redactor(not args.no_redact)) for item in items)
         analysis.finish()
         spans = [s for t in analysis.traces for s in t.spans if s.span_id == args.span]
         if not spans:
@@ -360,7 +361,7 @@ def _show(args: argparse.Namespace, census: Census) -> int:
     reading = census if args.span is None else Census(len(args.files))  # a second reading
     for item in reading.watch(run(args.files, options)):
         if args.span is None:
-            failed += _report_failure(item)
+            failed += _report_failure(item, redactor(not args.no_redact))
         if isinstance(item, Call):
             if item.id == wanted:
                 call = item
@@ -413,7 +414,7 @@ def _report(args: argparse.Namespace, census: Census, *, calls: bool) -> int:
             jwriter = JsonReportWriter(binary, render, calls=calls)
             for item in items:
                 jwriter.write(item)
-                failed += _report_failure(item)
+                failed += _report_failure(item, redactor(not args.no_redact))
             sections: list[tuple[str, Iterable[Any]]] = []
             if calls:
                 sections.append(("not_parsed", census.not_parsed()))
@@ -427,7 +428,7 @@ def _report(args: argparse.Namespace, census: Census, *, calls: bool) -> int:
         elif analysis is not None:
             sources: list[SourceReport] = []
             for item in items:
-                failed += _report_failure(item)
+                failed += _report_failure(item, redactor(not args.no_redact))
                 if isinstance(item, SourceReport):
                     sources.append(item)
             analysis.finish()
@@ -451,7 +452,7 @@ def _report(args: argparse.Namespace, census: Census, *, calls: bool) -> int:
             twriter.wide = _wide(args, text)
             for item in items:
                 twriter.write(item)
-                failed += _report_failure(item)
+                failed += _report_failure(item, redactor(not args.no_redact))
             twriter.finish(census, wanted)
             text.flush()
     except BrokenPipeError:
@@ -481,13 +482,14 @@ def _selected(items: Iterator[Item], apis: tuple[str, ...]) -> Iterator[Item]:
     )
 
 
-def _report_failure(item: object) -> int:
-    """Unreadable inputs are also said on stderr, whatever the output format."""
+def _report_failure(item: object, redact: Redactor) -> int:
+    """Unreadable inputs are also said on stderr, whatever the output format, through the
+    same redaction as the output (a message may quote the input it could not read)."""
     if not isinstance(item, SourceReport):
         return 0
     errors = [d for d in item.diagnostics if d.code.startswith("source.")]
     for d in errors:
-        print(f"agentshark: {d.message}", file=sys.stderr)
+        print(f"agentshark: {redact.text(d.message)}", file=sys.stderr)
     return 1 if errors else 0
 
 
