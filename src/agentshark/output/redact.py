@@ -70,8 +70,11 @@ someone without it), else a fixed one.
 
 **Streams.** A secret a server split across the deltas of several stream events (``--events``)
 is found by reading the events' delta strings joined (:mod:`agentshark.output.redact_stream`);
-a call's joined text is redacted as any string is. Base64 payloads (inline images, files) are
-not decoded: a secret inside one is not found.
+a call's joined text is redacted as any string is.
+
+**Base64.** A long base64 string or ``data:`` URI that carries UTF-8 text (an inline text
+document) is decoded, redacted and encoded again; one that carries data (an image, a PDF)
+costs one 3 KiB probe and stays (:mod:`agentshark.output.redact_base64`).
 """
 
 from __future__ import annotations
@@ -86,6 +89,7 @@ from typing import Any, TextIO, cast
 import orjson
 
 from agentshark.model import Headers
+from agentshark.output.redact_base64 import redact_base64
 
 REDACTED = "[REDACTED"  # every mark starts so; what follows says kind, length and digest
 _KEY = os.environ.get("AGENTSHARK_REDACT_KEY", "agentshark-redact/1").encode()[:64]
@@ -320,18 +324,21 @@ _BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
 _BLOB = 256  # a string this long made only of standard base64 is data (an image), not text
 
 
-def _maybe_secret(text: str) -> bool:
-    """Whether ``text`` can hold anything :data:`_TEXT` finds. Long standard-base64 strings
-    and ``data:…;base64,`` URIs (inline images and files) cannot hold a token shape (those
-    need ``-``/``_``, or are too rare by chance to matter) and are not decoded: no."""
-    if len(text) < _SHORT:
-        return _TRIGGER.search(text.lower()) is not None
+def _base64_start(text: str) -> int | None:
+    """Where the base64 of a long standard-base64 string or ``data:…;base64,`` URI (inline
+    images and files) starts, or None when ``text`` is not one."""
     start = 0
     if text.startswith("data:"):
         comma = text.find(",", 0, 256)
         start = comma + 1 if comma > 0 and text.endswith(";base64", 0, comma) else 0
-    if _BASE64.fullmatch(text, start):
-        return False
+    return start if _BASE64.fullmatch(text, start) else None
+
+
+def _maybe_secret(text: str) -> bool:
+    """Whether ``text`` can hold anything :data:`_TEXT` finds (base64 is not looked into
+    here: :func:`_redact_string` decodes the text it carries)."""
+    if len(text) < _SHORT:
+        return _TRIGGER.search(text.lower()) is not None
     low = text.lower()
     return any(t in low for t in _TRIGGERS)
 
@@ -349,13 +356,21 @@ def _redact_string(text: str) -> str:
     hit = _CACHE.get(text)
     if hit is not None:
         return hit
-    hit = _redact_found(text) if _maybe_secret(text) else text
+    b64 = _base64_start(text) if len(text) >= _BLOB else None
+    if b64 is not None:  # a token shape cannot be base64 itself; the text it carries can
+        hit = redact_base64(text, b64, _redact_carried)
+    else:
+        hit = _redact_found(text) if _maybe_secret(text) else text
     if _cached_chars + len(text) > _CACHE_CHARS:
         _CACHE.clear()
         _cached_chars = 0
     _CACHE[text] = hit
     _cached_chars += len(text) + 64  # + 64: an entry's own cost, so short strings count too
     return hit
+
+
+def _redact_carried(text: str) -> str:
+    return _redact_found(text) if _maybe_secret(text) else text
 
 
 def _redact_found(text: str) -> str:
