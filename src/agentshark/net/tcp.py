@@ -6,8 +6,10 @@ segment that carried it and the byte ``offset`` in the direction), marks every h
 cannot fill as a ``StreamGap``, and says how the direction ended (``StreamEnded``). It is sans-I/O:
 ``feed(segment)`` and ``close()`` return events; nothing reads files, clocks or prints.
 Each direction keeps its bytes in a :class:`~agentshark.net.streambuf.StreamBuffer` (sequence
-offsets, out-of-order pieces, overlap comparison); this module owns the connection table and
-turns what the buffers report into events and diagnostics.
+offsets, out-of-order pieces, overlap comparison); this module owns the connection table, the
+fast path and the opening and closing of connections, and
+:mod:`agentshark.net.tcp_direction` turns what one direction's buffer reports into events and
+diagnostics.
 
 Policies (what a passive observer cannot know, it decides once and records):
 
@@ -111,8 +113,6 @@ from agentshark.net.events import (
     ConnectionOpened,
     EndReason,
     StreamData,
-    StreamEnded,
-    StreamGap,
     TcpEvent,
 )
 from agentshark.net.segment import ACK, FIN, RST, SYN, TcpSegment
@@ -121,7 +121,15 @@ from agentshark.net.streambuf import (
     RECENT_LIMIT,
     SEQ_HALF,
     SEQ_MASK,
-    StreamBuffer,
+)
+from agentshark.net.tcp_direction import (
+    NOTE_BUDGET,
+    DirectionRules,
+    Flow,
+    Half,
+    Key,
+    direction_of,
+    refresh_holds,
 )
 
 __all__ = ["SERVICE_PORTS", "STAT_KEYS", "TcpReassembler"]
@@ -150,7 +158,6 @@ _CLOSED_TTL = 240.0  # 2 * MSL, RFC 9293 §3.4.2
 _MAX_CLOSED = 65_536  # recently closed 4-tuples remembered
 _STRAGGLER_BEHIND = 1 << 30  # a segment this far before where a closed direction stopped ...
 _STRAGGLER_AHEAD = 1 << 16  # ... or this far after it belongs to the closed connection
-_NOTE_BUDGET = 3  # diagnostics of one code per connection; the rest are counted
 
 _FLUSH_REASONS: dict[EndReason, str] = {
     "capture_end": "the capture ended before they came",
@@ -159,40 +166,8 @@ _FLUSH_REASONS: dict[EndReason, str] = {
     "rst": "the connection was reset before they came",
 }
 
-_Key = tuple[bytes, int, bytes, int]
 
-
-class _Flow:
-    """Internal state of one connection: its public Connection and both directions."""
-
-    __slots__ = ("conn", "dead", "halves", "no", "notes")
-
-    def __init__(self, conn: Connection, no: int) -> None:
-        self.conn = conn
-        self.no = no
-        self.dead = False
-        self.halves: tuple[_Half, _Half]  # set by the opener
-        self.notes: dict[str, int] = {}
-
-
-class _Half(StreamBuffer):
-    """One direction of a connection, named by its sender's endpoint: its stream buffer and
-    its place in the connection."""
-
-    __slots__ = ("conn", "ended", "ep", "flow", "isn", "key", "peer")
-
-    def __init__(self, flow: _Flow, ep: tuple[str, int], key: _Key) -> None:
-        super().__init__()
-        self.flow = flow
-        self.conn = flow.conn
-        self.ep = ep  # the very tuple object stored in Connection.client or .server
-        self.key = key
-        self.peer = self
-        self.isn: int | None = None
-        self.ended = False
-
-
-class TcpReassembler:
+class TcpReassembler(DirectionRules):
     """Reassemble the TCP connections of one capture, segment by segment (see the module doc)."""
 
     def __init__(
@@ -209,10 +184,10 @@ class TcpReassembler:
         self.id_prefix = id_prefix
         self.diagnostics: list[Diagnostic] = []
         self.stats: dict[str, int] = dict.fromkeys(STAT_KEYS, 0)
-        self._halves: dict[_Key, _Half] = {}
-        self._flows: dict[int, _Flow] = {}  # open connections in order of appearance
-        self._lru: list[tuple[float, int, _Flow]] = []  # lazy heap of (last_ts, no, flow)
-        self._closed: dict[_Key, tuple[float, int, int]] = {}  # key -> (ts, serial, nxt)
+        self._halves: dict[Key, Half] = {}
+        self._flows: dict[int, Flow] = {}  # open connections in order of appearance
+        self._lru: list[tuple[float, int, Flow]] = []  # lazy heap of (last_ts, no, flow)
+        self._closed: dict[Key, tuple[float, int, int]] = {}  # key -> (ts, serial, nxt)
         self._count = 0
 
     @property
@@ -232,7 +207,7 @@ class TcpReassembler:
         conn = h.conn
         conn.last_ts = ts
         ep = h.ep
-        d = 0 if conn.client is ep else 1 if conn.server is ep else _direction(h)
+        d = 0 if conn.client is ep else 1 if conn.server is ep else direction_of(h)
         conn.packets[d] += 1
         acked = -1
         if flags & ACK:
@@ -268,7 +243,7 @@ class TcpReassembler:
         ]
 
     def _ack_then_data(
-        self, h: _Half, seq: int, ack: int, payload: bytes, ts: float, packet: int
+        self, h: Half, seq: int, ack: int, payload: bytes, ts: float, packet: int
     ) -> list[TcpEvent]:
         """A segment whose ACK goes beyond what the capture delivered of the other direction.
 
@@ -289,11 +264,11 @@ class TcpReassembler:
             return out
         if target > p.off and h.wait < 0 and p.wait < 0 and not p.ended and not h.ended:
             h.wait = target
-            _refresh(h)
+            refresh_holds(h)
         self._data(h, h.offset(seq), payload, 0, ts, packet, out, target)
         return out
 
-    def _bare(self, h: _Half, seq: int, ts: float, packet: int) -> list[TcpEvent]:
+    def _bare(self, h: Half, seq: int, ts: float, packet: int) -> list[TcpEvent]:
         """A segment without payload on a direction off the fast path: evidence for a hint."""
         out: list[TcpEvent] = []
         if h.hold and not h.ended:
@@ -310,7 +285,7 @@ class TcpReassembler:
         self._closed.clear()
         return out
 
-    def _feed_slow(self, seg: TcpSegment, h: _Half | None) -> list[TcpEvent]:
+    def _feed_slow(self, seg: TcpSegment, h: Half | None) -> list[TcpEvent]:
         ts, _, _, _, _, seq, ack, flags, payload, missing, packet = seg
         seq &= SEQ_MASK
         missing = max(0, missing)
@@ -335,7 +310,7 @@ class TcpReassembler:
                 return out
         conn = h.conn
         conn.last_ts = ts
-        conn.packets[_direction(h)] += 1
+        conn.packets[direction_of(h)] += 1
         if missing:
             self._note(
                 h.flow,
@@ -374,7 +349,7 @@ class TcpReassembler:
 
     # -- connections ---------------------------------------------------------------------------
 
-    def _open(self, seg: TcpSegment, out: list[TcpEvent], serial: int | None) -> _Half | None:
+    def _open(self, seg: TcpSegment, out: list[TcpEvent], serial: int | None) -> Half | None:
         """Open a connection for a segment on an unknown tuple, if it can open one."""
         ts, src, sport, dst, dport, seq, _, flags, payload, missing, _ = seg
         key = (src, sport, dst, dport)
@@ -404,13 +379,13 @@ class TcpReassembler:
 
     def _new_flow(
         self,
-        key: _Key,
+        key: Key,
         sender_is_client: bool,
         handshake_seen: bool,
         serial: int,
         ts: float,
         out: list[TcpEvent],
-    ) -> _Half:
+    ) -> Half:
         if len(self._flows) >= self.max_connections:
             self._evict(ts, out)
         self._count += 1
@@ -427,9 +402,9 @@ class TcpReassembler:
             first_ts=ts,
             last_ts=ts,
         )
-        flow = _Flow(conn, no)
-        sender = _Half(flow, a, key)
-        receiver = _Half(flow, b, (dst, dport, src, sport))
+        flow = Flow(conn, no)
+        sender = Half(flow, a, key)
+        receiver = Half(flow, b, (dst, dport, src, sport))
         sender.peer = receiver
         receiver.peer = sender
         flow.halves = (sender, receiver)
@@ -448,7 +423,7 @@ class TcpReassembler:
     def _evict(self, ts: float, out: list[TcpEvent]) -> None:
         """Evict the least recently active connection (lazy heap on ``Connection.last_ts``)."""
         lru = self._lru
-        victim: _Flow | None = None
+        victim: Flow | None = None
         while lru:
             stamp, no, flow = lru[0]
             if flow.dead:
@@ -481,9 +456,9 @@ class TcpReassembler:
         )
         self._finish(victim, "evicted", ts, out)
 
-    def _finish(self, flow: _Flow, reason: EndReason, ts: float, out: list[TcpEvent]) -> None:
+    def _finish(self, flow: Flow, reason: EndReason, ts: float, out: list[TcpEvent]) -> None:
         """Flush both directions, end those still open with ``reason``, close the connection."""
-        halves = sorted(flow.halves, key=_direction)
+        halves = sorted(flow.halves, key=direction_of)
         why = _FLUSH_REASONS[reason]
         for h in halves:
             if not h.ended:
@@ -492,7 +467,7 @@ class TcpReassembler:
             if not flow.dead and not h.ended:
                 self._end(h, reason, ts, out)
 
-    def _drop(self, flow: _Flow, ts: float, out: list[TcpEvent]) -> None:
+    def _drop(self, flow: Flow, ts: float, out: list[TcpEvent]) -> None:
         """Both directions ended: emit ConnectionClosed and forget the connection."""
         flow.dead = True
         conn = flow.conn
@@ -507,332 +482,19 @@ class TcpReassembler:
         while len(closed) > _MAX_CLOSED:
             del closed[next(iter(closed))]
         for code, count in flow.notes.items():
-            if count > _NOTE_BUDGET:
+            if count > NOTE_BUDGET:
                 conn.diagnostics.append(
                     Diagnostic(
                         code=code,
-                        message=f"{count - _NOTE_BUDGET} more {code} problems on this connection",
+                        message=f"{count - NOTE_BUDGET} more {code} problems on this connection",
                         location=self._prefix() + conn.id,
                         severity="info",
                     )
                 )
         out.append(ConnectionClosed(connection=conn, ts=ts))
 
-    # -- one direction: what its buffer reports, as events and diagnostics ---------------------
 
-    def _data(
-        self,
-        h: _Half,
-        start: int,
-        payload: bytes,
-        missing: int,
-        ts: float,
-        packet: int,
-        out: list[TcpEvent],
-        acked: int = -1,
-    ) -> None:
-        """Take ``payload`` at offset ``start`` (then ``missing`` uncaptured bytes), carried by a
-        segment that acknowledged the peer's stream up to ``acked``."""
-        if h.hold and h.hint > h.off and start >= h.hint:
-            self._moved_on(h, start, ts, packet, out)
-        end = start + len(payload)
-        stop = end + missing
-        fin = h.fin
-        if fin is not None and stop > fin:
-            self.stats["beyond_fin_bytes"] += stop - max(start, fin)
-            if start >= fin:
-                return
-            if end > fin:
-                payload = payload[: fin - start]
-                end = fin
-            stop = fin
-        off = h.off
-        if start < off:
-            if start == off - 1 and len(payload) == 1 and not missing and h.fin is None:
-                self.stats["keepalives"] += 1
-                return
-            self.stats["retransmitted_bytes"] += min(stop, off) - start
-            if payload:
-                mismatch = h.delivered_mismatch(start, payload[: off - start])
-                if mismatch is not None:
-                    self._mismatch(h, *mismatch, packet)
-            if stop <= off:
-                return
-            if end > off:
-                payload = payload[off - start :]
-            else:
-                payload = b""
-                end = off
-            start = off
-        if payload:
-            self._insert(h, start, len(payload), payload, ts, packet, acked)
-        if stop > end:
-            self._insert(h, end, stop - end, None, ts, packet, acked)
-        self._drain(h, ts, out)
-        if h.pend_cost > self.max_buffered and not h.ended:
-            self._overflow(h, ts, packet, out)
-
-    def _overflow(self, h: _Half, ts: float, packet: int, out: list[TcpEvent]) -> None:
-        """More than ``max_buffered`` bytes wait in ``h``: give up what they wait for."""
-        if h.wait >= 0:
-            self.stats["buffer_overflows"] += 1
-            self._unblock(
-                h,
-                ts,
-                out,
-                f"the other direction's data that acknowledged them waited beyond the buffer "
-                f"limit ({self.max_buffered} bytes)",
-            )
-        if h.pend_cost > self.max_buffered and not h.ended and h.starts:
-            self.stats["buffer_overflows"] += 1
-            self._note(
-                h.flow,
-                "tcp.buffer_overflow",
-                f"more than {self.max_buffered} bytes arrived after a hole at offset {h.off} "
-                "that was never filled; the hole is reported as a gap",
-                self._where(h, packet),
-            )
-            while h.pend_cost > self.max_buffered and h.starts and not h.ended:
-                self._skip_to(h, h.starts[0], ts, out, None)
-
-    def _insert(
-        self,
-        h: _Half,
-        start: int,
-        size: int,
-        data: bytes | None,
-        ts: float,
-        packet: int,
-        acked: int,
-    ) -> None:
-        """Buffer bytes of ``h``; count those captured twice, note copies that differ."""
-        for lo, hi, differs in h.insert(start, size, data, ts, acked):
-            self.stats["retransmitted_bytes"] += hi - lo
-            if differs:
-                self._mismatch(h, lo, hi, packet)
-
-    def _mismatch(self, h: _Half, lo: int, hi: int, packet: int) -> None:
-        self.stats["overlap_mismatches"] += 1
-        self._note(
-            h.flow,
-            "tcp.overlap_mismatch",
-            f"bytes {lo}..{hi} of this direction were captured twice with different contents; "
-            "the first copy is kept",
-            self._where(h, packet),
-        )
-
-    def _drain(self, h: _Half, ts: float, out: list[TcpEvent]) -> None:
-        """Deliver the buffered pieces that now continue the stream; end at the FIN. A
-        direction that waits for its peer delivers nothing."""
-        if h.wait >= 0:
-            return
-        off = h.off
-        ready = h.pop_ready()
-        if ready:
-            conn = h.conn
-            d = _direction(h)
-            for data, size, pts, acked in ready:
-                if data is None:
-                    self._gap(h, d, off, size, pts, out)
-                else:
-                    out.append(
-                        StreamData(
-                            connection=conn, direction=d, data=data, ts=pts, offset=off, acked=acked
-                        )
-                    )
-                    conn.bytes[d] += size
-                off += size
-        if h.hold:
-            self._advanced(h, ts, out)
-        if h.fin is not None and h.off >= h.fin:
-            self._end(h, "fin", ts, out)
-
-    def _advanced(self, h: _Half, ts: float, out: list[TcpEvent]) -> None:
-        """``h`` delivered up to ``h.off``: its hint may be met, its peer's wait over."""
-        if h.hint and h.off >= h.hint:
-            h.hint = 0
-        p = h.peer
-        if p.wait >= 0 and h.off >= p.wait:
-            p.wait = -1
-            _refresh(h)
-            self._drain(p, ts, out)
-        else:
-            _refresh(h)
-
-    def _hint(self, p: _Half, target: int, ts: float, packet: int, out: list[TcpEvent]) -> None:
-        """The peer of ``p`` acknowledged ``p``'s bytes up to ``target``: a hint that the
-        capture misses (or has not shown yet) what lies before it. Given up at once when the
-        capture already holds evidence that the sender went on past it."""
-        if target <= p.off or p.ended:
-            return
-        if target > p.hint:
-            p.hint = target
-            _refresh(p)
-        if p.fin is not None:
-            self._settle(p, ts, out, "the peer acknowledged them and the sender's FIN came", packet)
-        elif p.starts and p.starts[-1] >= target:
-            self._settle(
-                p, ts, out, "the peer acknowledged them and the sender's later data came", packet
-            )
-
-    def _moved_on(self, h: _Half, start: int, ts: float, packet: int, out: list[TcpEvent]) -> None:
-        """A segment of ``h`` starts at ``start``: past the hint, the hole before it is lost."""
-        if h.hint > h.off and start >= h.hint:
-            self._settle(
-                h, ts, out, "the peer acknowledged them and the sender went on past them", packet
-            )
-
-    def _settle(self, h: _Half, ts: float, out: list[TcpEvent], why: str, packet: int) -> None:
-        """Give up the holes of ``h`` below its hint."""
-        self._skip_to(h, h.hint, ts, out, f"{why}, so the capture missed them", packet)
-
-    def _unblock(self, h: _Half, ts: float, out: list[TcpEvent], why: str) -> None:
-        """``h`` waits for its peer: give the peer's holes up to what ``h`` waits for, then
-        deliver ``h``."""
-        if h.wait < 0:
-            return
-        p = h.peer
-        if not p.ended and p.nxt >= 0:
-            self._skip_to(p, h.wait, ts, out, why)
-        if h.wait >= 0 and not h.ended:
-            h.wait = -1
-            _refresh(h)
-            self._drain(h, ts, out)
-
-    def _gap(
-        self, h: _Half, d: int, offset: int, size: int, ts: float, out: list[TcpEvent]
-    ) -> None:
-        conn = h.conn
-        out.append(StreamGap(connection=conn, direction=d, size=size, ts=ts, offset=offset))
-        conn.gaps[d] += size
-        self.stats["gap_bytes"] += size
-
-    def _skip_to(
-        self,
-        h: _Half,
-        target: int,
-        ts: float,
-        out: list[TcpEvent],
-        why: str | None,
-        packet: int | None = None,
-    ) -> None:
-        """Give up every hole before ``target``, delivering the buffered pieces between;
-        ``why`` the holes were given up goes into a ``tcp.gap`` diagnostic."""
-        if h.wait >= 0:  # giving up holes is a delivery: stop waiting for the peer
-            h.wait = -1
-            _refresh(h)
-            self._drain(h, ts, out)
-        first = h.off
-        given_up = 0
-        while h.off < target and not h.ended:
-            before = h.off
-            stop = h.hole_end(target)
-            if stop > before:
-                self._gap(h, _direction(h), before, stop - before, ts, out)
-                given_up += stop - before
-                h.off = stop
-            self._drain(h, ts, out)
-            if h.off == before:  # pragma: no cover - buffered pieces never start before off
-                break
-        if given_up and why:
-            where = self._where(h, packet) if packet is not None else self._where(h)
-            self._note(
-                h.flow,
-                "tcp.gap",
-                f"{given_up} bytes from offset {first} on were never captured: {why}",
-                where,
-            )
-
-    def _flush(self, h: _Half, ts: float, out: list[TcpEvent], why: str) -> None:
-        """Deliver everything buffered, up to the FIN if one was seen (what ``h`` waits for in
-        the peer first)."""
-        self._unblock(h, ts, out, why)
-        if h.nxt >= 0 and not h.ended:
-            self._skip_to(h, h.known_end(), ts, out, why)
-
-    def _fin(self, h: _Half, at: int, ts: float, packet: int, out: list[TcpEvent]) -> None:
-        if h.ended:
-            return
-        if h.fin is not None:
-            if at != h.fin:
-                self._note(
-                    h.flow,
-                    "tcp.fin_moved",
-                    f"a second FIN at offset {at} differs from the first at {h.fin}; "
-                    "the first is kept",
-                    self._where(h, packet),
-                )
-            return
-        self.stats["beyond_fin_bytes"] += h.mark_fin(at)
-        if h.off >= at:
-            self._drain(h, ts, out)
-        elif h.peer.ended:
-            self._flush(h, ts, out, "both directions ended without them")
-
-    def _end(self, h: _Half, reason: EndReason, ts: float, out: list[TcpEvent]) -> None:
-        if h.ended:
-            return
-        h.ended = True
-        h.end(at_fin=reason == "fin")
-        _refresh(h)
-        conn = h.conn
-        d = _direction(h)
-        conn.end[d] = reason
-        out.append(StreamEnded(connection=conn, direction=d, reason=reason, ts=ts))
-        p = h.peer
-        if p.ended:
-            self._drop(h.flow, ts, out)
-            return
-        if p.wait >= 0:  # the peer waited for bytes of this direction that will not come
-            p.wait = -1
-            _refresh(p)
-            self._drain(p, ts, out)
-        if p.fin is not None and not p.ended:  # its FIN waits for holes nobody will fill now
-            self._flush(p, ts, out, "both directions ended without them")
-
-    def _reset(self, h: _Half, ts: float, out: list[TcpEvent]) -> None:
-        flow = h.flow
-        for x in (h, h.peer):
-            if not x.ended:
-                self._flush(x, ts, out, "the connection was reset before they came")
-        for x in (h, h.peer):
-            if not flow.dead and not x.ended:
-                self._end(x, "rst", ts, out)
-
-    # -- diagnostics ---------------------------------------------------------------------------
-
-    def _prefix(self) -> str:
-        return f"{self.source_name}: " if self.source_name else ""
-
-    def _where(self, h: _Half, packet: int | None = None) -> str:
-        where = f"{self._prefix()}{h.conn.label(_direction(h))}"
-        return where if packet is None else f"{where}, packet {packet}"
-
-    def _note(self, flow: _Flow, code: str, message: str, location: str) -> None:
-        count = flow.notes.get(code, 0) + 1
-        flow.notes[code] = count
-        if count <= _NOTE_BUDGET:
-            flow.conn.diagnostics.append(Diagnostic(code=code, message=message, location=location))
-
-
-def _refresh(h: _Half) -> None:
-    """Recompute ``hold`` and ``fast`` of both directions after a hint or a wait changed."""
-    for x in (h, h.peer):
-        x.hold = x.hint > x.off or x.wait >= 0 or x.peer.wait >= 0
-        x.fast = not x.starts and x.fin is None and not x.hold and not x.ended and x.nxt >= 0
-
-
-def _direction(h: _Half) -> int:
-    """0 when ``h`` carries client -> server bytes under the connection's current roles."""
-    conn = h.conn
-    if conn.client is h.ep:
-        return 0
-    if conn.server is h.ep:
-        return 1
-    return 0 if conn.client == h.ep else 1  # the consumer rebuilt the tuples
-
-
-def _is_new_syn(h: _Half, seq: int) -> bool:
+def _is_new_syn(h: Half, seq: int) -> bool:
     """Does a SYN on a known direction start a new connection (rather than repeat one)?"""
     if h.isn is not None:
         return seq != h.isn
