@@ -31,8 +31,6 @@ that are not HTTP (a capture that starts mid-message, the bytes after such a gap
 
 from __future__ import annotations
 
-from enum import Enum, auto
-
 from agentshark.http.events import (
     BodyData,
     BodyGap,
@@ -46,12 +44,20 @@ from agentshark.http.events import (
     ResponseHeaders,
 )
 from agentshark.http.h1_pairing import Pairing, Pending
+from agentshark.http.h1_state import (
+    DIRECT_STATES,
+    Direction,
+    State,
+    bad_head,
+    bad_length,
+    resync,
+    skipped,
+    starts_message,
+)
 from agentshark.http.h1_syntax import (
     HEAD_END,
     REQUEST_LINE,
-    REQUEST_START,
     STATUS_LINE,
-    STATUS_START,
     chunk_size,
     content_length,
     header_value,
@@ -64,19 +70,6 @@ from agentshark.model import Headers
 
 MAX_HEAD = 256 * 1024  # a head larger than this is not HTTP we can trust
 MAX_CHUNK_LINE = 4096
-RESYNC_WINDOW = 1 << 20  # bytes kept while looking for the next message start
-
-
-class State(Enum):
-    HEAD = auto()  # waiting for a start line and headers
-    LENGTH = auto()  # body of known length
-    CHUNK_SIZE = auto()  # chunked: expecting a chunk-size line
-    CHUNK_DATA = auto()  # chunked: inside chunk data
-    CHUNK_CRLF = auto()  # chunked: the CRLF after chunk data
-    TRAILERS = auto()  # chunked: trailer section after the last chunk
-    UNTIL_CLOSE = auto()  # close-delimited response body
-    SWITCHED = auto()  # the connection speaks another protocol now
-    RESYNC = auto()  # lost: looking for the next message start
 
 
 # Module-level aliases: the per-segment loop reads these instead of State attributes.
@@ -85,51 +78,13 @@ _CHUNK_DATA = State.CHUNK_DATA
 _CHUNK_SIZE = State.CHUNK_SIZE
 _CHUNK_CRLF = State.CHUNK_CRLF
 _UNTIL_CLOSE = State.UNTIL_CLOSE
-_DIRECT_STATES = frozenset(
-    {State.LENGTH, State.CHUNK_DATA, State.CHUNK_SIZE, State.CHUNK_CRLF, State.UNTIL_CLOSE}
-)
-
-
-class _Direction:
-    """Parsing state of one direction. Plain attributes: this runs per segment."""
-
-    __slots__ = (
-        "acked",
-        "after_gap",
-        "buf",
-        "buf_acked",
-        "buf_ts",
-        "chunked_bytes",
-        "leftover",
-        "offset",
-        "remaining",
-        "response",
-        "state",
-        "stream",
-        "switched_bytes",
-    )
-
-    def __init__(self, response: bool) -> None:
-        self.response = response
-        self.state = State.HEAD
-        self.buf = b""
-        self.buf_ts = 0.0  # arrival time of the first byte in buf
-        self.acked = -1  # what the segment being parsed acknowledged of the other direction
-        self.buf_acked = -1  # ... and the one that carried the first byte in buf
-        self.after_gap = False  # resynchronizing after a capture gap (not a parse error)
-        self.remaining = 0
-        self.stream = 0  # stream number of the message being parsed
-        self.offset = 0  # stream offset of the first byte not yet consumed
-        self.chunked_bytes = 0  # wire bytes of the current chunked body
-        self.switched_bytes = 0
-        self.leftover = b""  # bytes after a protocol switch, kept for the next parser
 
 
 class H1Connection:
     """Both directions of one HTTP/1.x connection. Direction 0 is the client's."""
 
     def __init__(self) -> None:
-        self._dirs = (_Direction(False), _Direction(True))
+        self._dirs = (Direction(False), Direction(True))
         self._pairing = Pairing()
         self._request: Pending | None = None  # the request being parsed
         self._next_request = 0
@@ -149,8 +104,8 @@ class H1Connection:
             return out
         d.acked = acked
         if d.buf:
-            if d.state is State.RESYNC and d.after_gap and self._starts_message(d, data):
-                out.append(self._skipped(d, len(d.buf), ts))  # lost: a segment starts anew
+            if d.state is State.RESYNC and d.after_gap and starts_message(d, data):
+                out.append(skipped(d, len(d.buf), ts))  # lost: a segment starts anew
                 d.offset += len(d.buf)
                 d.buf = b""
                 d.state = State.HEAD
@@ -209,7 +164,7 @@ class H1Connection:
         d.after_gap = True
         return out
 
-    def _body_gap(self, d: _Direction, size: int, ts: float) -> BodyGap:
+    def _body_gap(self, d: Direction, size: int, ts: float) -> BodyGap:
         return BodyGap(
             stream=d.stream, response=d.response, size=size, ts=ts, offset=d.offset + len(d.buf)
         )
@@ -239,7 +194,7 @@ class H1Connection:
                 )
             )
         elif d.state is State.RESYNC and d.buf:
-            out.append(self._skipped(d, len(d.buf), ts))
+            out.append(skipped(d, len(d.buf), ts))
         if d.response:
             notes: list[GapAffected] = []
             self._pairing.server_ended(ts, notes)
@@ -263,7 +218,7 @@ class H1Connection:
 
     # -- the state machine ----------------------------------------------------------------
 
-    def _run(self, d: _Direction, data: bytes, ts: float, out: list[HttpEvent]) -> None:
+    def _run(self, d: Direction, data: bytes, ts: float, out: list[HttpEvent]) -> None:
         """Consume ``data`` (held bytes first); keep an unfinished head or line in d.buf.
 
         The hot path: body bytes of a known length or inside a chunk are handed out as
@@ -357,7 +312,7 @@ class H1Connection:
                 pos = n
                 self._run_buffered(d, ts, out)
                 stream = d.stream
-                if d.state in _DIRECT_STATES and d.buf:
+                if d.state in DIRECT_STATES and d.buf:
                     data, pos, n = d.buf, 0, len(d.buf)
                     d.buf = b""
                     continue
@@ -366,7 +321,7 @@ class H1Connection:
         if pos < n:
             d.buf = data[pos:]
 
-    def _run_buffered(self, d: _Direction, ts: float, out: list[HttpEvent]) -> None:
+    def _run_buffered(self, d: Direction, ts: float, out: list[HttpEvent]) -> None:
         """HEAD, TRAILERS, SWITCHED and RESYNC states, on ``d.buf``; returns when the
         state is one the direct loop handles, or when more bytes are needed."""
         while d.buf:
@@ -382,12 +337,12 @@ class H1Connection:
                 d.offset += len(d.buf)
                 d.buf = b""
             elif state is State.RESYNC:
-                if not self._resync(d, ts, out):
+                if not resync(d, ts, out):
                     return
             else:
                 return
 
-    def _parse_head(self, d: _Direction, ts: float, out: list[HttpEvent]) -> bool:
+    def _parse_head(self, d: Direction, ts: float, out: list[HttpEvent]) -> bool:
         buf = d.buf
         # Blank lines before a message are tolerated (RFC 9112 §2.2).
         if buf[:1] == b"\r" or buf[:1] == b"\n":
@@ -435,11 +390,11 @@ class H1Connection:
         return True
 
     def _on_request_head(
-        self, d: _Direction, head: bytes, started: float, ts: float, out: list[HttpEvent]
+        self, d: Direction, head: bytes, started: float, ts: float, out: list[HttpEvent]
     ) -> bool:
         m = REQUEST_LINE.match(head)
         if m is None:
-            out.append(self._bad_head(d, head, ts))
+            out.append(bad_head(d, head, ts))
             return False
         headers = parse_headers(head[m.end() :])
         method = m.group(1).decode("ascii")
@@ -478,7 +433,7 @@ class H1Connection:
         length = content_length(headers)
         if length is None or length == 0:
             if length is None and header_value(headers, "content-length") is not None:
-                out.append(self._bad_length(d, headers, ts))
+                out.append(bad_length(d, headers, ts))
             self._end_message(d, ts, out, complete=True)
         else:
             d.state = State.LENGTH
@@ -486,11 +441,11 @@ class H1Connection:
         return True
 
     def _on_response_head(
-        self, d: _Direction, head: bytes, started: float, ts: float, out: list[HttpEvent]
+        self, d: Direction, head: bytes, started: float, ts: float, out: list[HttpEvent]
     ) -> bool:
         m = STATUS_LINE.match(head)
         if m is None:
-            out.append(self._bad_head(d, head, ts))
+            out.append(bad_head(d, head, ts))
             return False
         headers = parse_headers(head[m.end() :])
         status = int(m.group(2))
@@ -544,7 +499,7 @@ class H1Connection:
         length = content_length(headers)
         if length is None:
             if header_value(headers, "content-length") is not None:
-                out.append(self._bad_length(d, headers, ts))
+                out.append(bad_length(d, headers, ts))
             d.state = State.UNTIL_CLOSE
         elif length == 0:
             self._end_message(d, ts, out, complete=True)
@@ -553,17 +508,17 @@ class H1Connection:
             d.remaining = length
         return True
 
-    def _start_chunked(self, d: _Direction) -> None:
+    def _start_chunked(self, d: Direction) -> None:
         d.state = State.CHUNK_SIZE
         d.chunked_bytes = 0
 
-    def _chunk_error(self, d: _Direction, ts: float, out: list[HttpEvent], why: str) -> bool:
+    def _chunk_error(self, d: Direction, ts: float, out: list[HttpEvent], why: str) -> bool:
         out.append(ParseError(response=d.response, message=why, offset=d.offset, ts=ts))
         self._end_message(d, ts, out, complete=False)
         d.state = State.RESYNC
         return True
 
-    def _parse_trailers(self, d: _Direction, ts: float, out: list[HttpEvent]) -> bool:
+    def _parse_trailers(self, d: Direction, ts: float, out: list[HttpEvent]) -> bool:
         buf = d.buf
         if buf[:2] == b"\r\n" or buf[:1] == b"\n":
             n = 2 if buf[:1] == b"\r" else 1
@@ -584,65 +539,9 @@ class H1Connection:
         self._end_message(d, ts, out, complete=True, trailers=parse_headers(block))
         return True
 
-    def _resync(self, d: _Direction, ts: float, out: list[HttpEvent]) -> bool:
-        pattern = STATUS_START if d.response else REQUEST_START
-        m = pattern.search(d.buf)
-        if m is None:
-            if len(d.buf) > RESYNC_WINDOW:
-                drop = len(d.buf) - 64  # keep a tail: a start line may straddle the boundary
-                out.append(self._skipped(d, drop, ts))
-                d.buf = d.buf[drop:]
-                d.offset += drop
-            return False
-        skip = m.start(1)
-        if skip:
-            out.append(self._skipped(d, skip, ts))
-            d.buf = d.buf[skip:]
-            d.offset += skip
-        d.state = State.HEAD
-        d.after_gap = False
-        d.buf_ts = ts
-        d.buf_acked = d.acked
-        return True
-
-    @staticmethod
-    def _starts_message(d: _Direction, data: bytes) -> bool:
-        """Does a segment start with a message? After a gap, the next message is looked for
-        at segment starts too (senders start each message in a segment of its own), so it is
-        found even right behind the last byte of a body the gap made unframeable."""
-        pattern = STATUS_START if d.response else REQUEST_START
-        return pattern.match(data) is not None
-
-    def _skipped(self, d: _Direction, n: int, ts: float) -> ParseError:
-        what = "response" if d.response else "request"
-        return ParseError(
-            response=d.response,
-            message=f"skipped {n} bytes that are not part of a recognizable HTTP {what}",
-            offset=d.offset,
-            ts=ts,
-        )
-
-    def _bad_head(self, d: _Direction, head: bytes, ts: float) -> ParseError:
-        first = head.split(b"\n", 1)[0][:80]
-        return ParseError(
-            response=d.response,
-            message=f"not an HTTP/1.x {'status' if d.response else 'request'} line: {first!r}",
-            offset=d.offset,
-            ts=ts,
-        )
-
-    def _bad_length(self, d: _Direction, headers: Headers, ts: float) -> ParseError:
-        values = [v for k, v in headers if k.lower() == "content-length"]
-        return ParseError(
-            response=d.response,
-            message=f"invalid Content-Length {values!r}",
-            offset=d.offset,
-            ts=ts,
-        )
-
     def _end_message(
         self,
-        d: _Direction,
+        d: Direction,
         ts: float,
         out: list[HttpEvent],
         *,
