@@ -76,6 +76,7 @@ PIECE_DELAY = 0.005
 
 # Fake credentials: the SDKs send them (SigV4 signs with them), redaction must hide them.
 FAKE_GEMINI_KEY = "AIzaSyExample-not-a-real-key-0123456789"
+FAKE_VERTEX_TOKEN = "ya29.a0Example-fake-vertex-access-token-not-real-7c1d"
 FAKE_AWS = {
     "aws_access_key_id": "AKIDEXAMPLE",
     "aws_secret_access_key": "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
@@ -88,6 +89,10 @@ OTEL_BOTO = (
     "opentelemetry-instrumentation-botocore/tests/cassettes"
 )
 PYD_GOOGLE = "pydantic__pydantic-ai/tests/models/cassettes/test_google"
+VERTEX = (
+    "open-telemetry__opentelemetry-python-contrib/instrumentation-genai/"
+    "opentelemetry-instrumentation-vertexai/tests/cassettes"
+)
 OLLAMA_CHAT = "traceloop__openllmetry/packages/opentelemetry-instrumentation-ollama/tests/cassettes"
 
 # Response headers the stub never copies: framing and connection (the server makes its own),
@@ -423,29 +428,56 @@ def run_call(ctx: Ctx, label: str, fn: Callable[..., dict[str, Any]], *args: Any
         facts = fn(*args)
         ctx.calls.append({"call": label, **facts})
     except Exception as exc:  # noqa: BLE001 - the SDK's error is part of the truth
-        ctx.calls.append(
-            {"call": label, "error": {"type": type(exc).__name__, "message": str(exc)[:500]}}
-        )
+        ctx.calls.append({"call": label, "error": sdk_error(exc)})
+
+
+def sdk_error(exc: Exception) -> dict[str, Any]:
+    """What the SDK's exception says: its type and text, and the fields of google-genai's
+    ``APIError`` (code, status, message, details) and botocore's ``ClientError`` (the parsed
+    ``Error`` and the response metadata)."""
+    out: dict[str, Any] = {"type": type(exc).__name__, "text": str(exc)[:500]}
+    for key in ("code", "status", "message", "details"):  # google.genai.errors.APIError
+        value = getattr(exc, key, None)
+        if value is not None and not callable(value):
+            out[key] = dump(value)
+    response = getattr(exc, "response", None)
+    if isinstance(response, dict):  # botocore.exceptions.ClientError
+        out["error"] = response.get("Error")
+        meta = response.get("ResponseMetadata") or {}
+        out["request_id"] = meta.get("RequestId")
+        out["http_status"] = meta.get("HTTPStatusCode")
+    return out
 
 
 # =========================================================================== google-genai
 
 
-def genai_client(ctx: Ctx, *, http2: bool = False) -> Any:
+def genai_client(ctx: Ctx, *, http2: bool = False, vertex: bool = False) -> Any:
+    """A google-genai client pointed at the stub: Gemini API mode with the fake API key, or
+    Vertex AI mode (project ``fake-project``, ``us-central1``, OAuth2 credentials holding a
+    fake access token with no expiry, sent as ``Authorization: Bearer``) when ``vertex``."""
     genai = importlib.import_module("google.genai")
     types = genai.types
     client_args: dict[str, Any] = {"event_hooks": httpx_hooks(ctx)}
     if http2:
         client_args["http2"] = True
-    return genai.Client(
-        api_key=FAKE_GEMINI_KEY,
-        http_options=types.HttpOptions(
-            base_url=ctx.base,
-            api_version="v1beta",  # the recorded requests' version (a custom base_url gets v1)
-            client_args=client_args,
-            retry_options=types.HttpRetryOptions(attempts=1),
-        ),
+    options = types.HttpOptions(
+        base_url=ctx.base,
+        # the recorded requests' versions (a custom base_url gets v1 otherwise)
+        api_version="v1" if vertex else "v1beta",
+        client_args=client_args,
+        retry_options=types.HttpRetryOptions(attempts=1),
     )
+    if vertex:
+        oauth2 = importlib.import_module("google.oauth2.credentials")
+        return genai.Client(
+            vertexai=True,
+            project="fake-project",
+            location="us-central1",
+            credentials=oauth2.Credentials(token=FAKE_VERTEX_TOKEN),
+            http_options=options,
+        )
+    return genai.Client(api_key=FAKE_GEMINI_KEY, http_options=options)
 
 
 def genai_request(rec: Recorded) -> tuple[str, Any, Any]:
@@ -503,10 +535,13 @@ def genai_facts(resp: Any) -> dict[str, Any]:
     }
 
 
-def drive_gemini_generate(ctx: Ctx) -> dict[str, Any]:
-    client = genai_client(ctx)
-    for rec in ctx.replies:
-        run_call(ctx, "models.generate_content", gemini_generate, client, *genai_request(rec))
+def drive_gemini_generate(ctx: Ctx, *, vertex: bool = False) -> dict[str, Any]:
+    client = genai_client(ctx, vertex=vertex)
+    with client:
+        for rec in ctx.replies:
+            run_call(ctx, "models.generate_content", gemini_generate, client, *genai_request(rec))
+    if vertex:
+        return {"sdk": "google-genai Client(vertexai=True, OAuth2 token, base_url)"}
     return {"sdk": "google-genai Client(api_key, http_options.base_url)"}
 
 
@@ -517,8 +552,10 @@ def gemini_generate(client: Any, model: str, contents: Any, config: Any) -> dict
 
 def drive_gemini_stream(ctx: Ctx, *, http2: bool = False) -> dict[str, Any]:
     client = genai_client(ctx, http2=http2)
-    for rec in ctx.replies:
-        run_call(ctx, "models.generate_content_stream", gemini_stream, client, *genai_request(rec))
+    with client:
+        for rec in ctx.replies:
+            request = genai_request(rec)
+            run_call(ctx, "models.generate_content_stream", gemini_stream, client, *request)
     return {"sdk": f"google-genai Client(http_options.client_args http2={http2})"}
 
 
@@ -609,15 +646,28 @@ def model_id(rec: Recorded) -> str:
     return unquote(rec.path.split("/")[2])
 
 
-BOTO_SDK = "boto3.client('bedrock-runtime', endpoint_url, verify=CA)"
-
-
-def drive_bedrock_converse(ctx: Ctx) -> dict[str, Any]:
+def drive_bedrock(ctx: Ctx) -> dict[str, Any]:
+    """Each reply's operation, as the recorded path names it, through boto3's own method."""
+    operations: dict[str, tuple[str, Callable[[Any, dict[str, Any]], dict[str, Any]]]] = {
+        "converse": ("converse", bedrock_converse),
+        "converse-stream": ("converse_stream", bedrock_converse_stream),
+        "invoke": ("invoke_model", bedrock_invoke),
+        "invoke-with-response-stream": (
+            "invoke_model_with_response_stream",
+            bedrock_invoke_stream,
+        ),
+    }
     client = bedrock_client(ctx)
     for rec in ctx.replies:
-        params = {"modelId": model_id(rec), **rec.request_json}
-        run_call(ctx, "converse", bedrock_converse, client, params)
-    return {"sdk": BOTO_SDK}
+        label, fn = operations[rec.path.rsplit("/", 1)[1]]
+        if rec.path.endswith(("/converse", "/converse-stream")):
+            params = {"modelId": model_id(rec), **rec.request_json}
+        else:
+            assert rec.request_body is not None
+            params = {"modelId": model_id(rec), "body": rec.request_body}
+        run_call(ctx, label, fn, client, params)
+    client.close()
+    return {"sdk": "boto3.client('bedrock-runtime', endpoint_url, verify=CA)"}
 
 
 def bedrock_converse(client: Any, params: dict[str, Any]) -> dict[str, Any]:
@@ -630,14 +680,6 @@ def bedrock_converse(client: Any, params: dict[str, Any]) -> dict[str, Any]:
         "usage": resp["usage"],
         "metrics": resp.get("metrics"),
     }
-
-
-def drive_bedrock_converse_stream(ctx: Ctx) -> dict[str, Any]:
-    client = bedrock_client(ctx)
-    for rec in ctx.replies:
-        params = {"modelId": model_id(rec), **rec.request_json}
-        run_call(ctx, "converse_stream", bedrock_converse_stream, client, params)
-    return {"sdk": BOTO_SDK}
 
 
 def bedrock_converse_stream(client: Any, params: dict[str, Any]) -> dict[str, Any]:
@@ -682,18 +724,6 @@ def bedrock_converse_stream(client: Any, params: dict[str, Any]) -> dict[str, An
     }
 
 
-def invoke_params(rec: Recorded) -> dict[str, Any]:
-    assert rec.request_body is not None
-    return {"modelId": model_id(rec), "body": rec.request_body}
-
-
-def drive_bedrock_invoke(ctx: Ctx) -> dict[str, Any]:
-    client = bedrock_client(ctx)
-    for rec in ctx.replies:
-        run_call(ctx, "invoke_model", bedrock_invoke, client, invoke_params(rec))
-    return {"sdk": BOTO_SDK}
-
-
 def bedrock_invoke(client: Any, params: dict[str, Any]) -> dict[str, Any]:
     resp = client.invoke_model(**params)
     body = resp["body"].read()
@@ -705,14 +735,6 @@ def bedrock_invoke(client: Any, params: dict[str, Any]) -> dict[str, Any]:
         "body_sha256": sha256(body),
         "body": json.loads(body),
     }
-
-
-def drive_bedrock_invoke_stream(ctx: Ctx) -> dict[str, Any]:
-    client = bedrock_client(ctx)
-    for rec in ctx.replies:
-        params = invoke_params(rec)
-        run_call(ctx, "invoke_model_with_response_stream", bedrock_invoke_stream, client, params)
-    return {"sdk": BOTO_SDK}
 
 
 def bedrock_invoke_stream(client: Any, params: dict[str, Any]) -> dict[str, Any]:
@@ -772,8 +794,9 @@ def anthropic_assembled(chunks: list[dict[str, Any]]) -> dict[str, Any]:
 def drive_ollama(ctx: Ctx) -> dict[str, Any]:
     ollama = importlib.import_module("ollama")
     client = ollama.Client(host=ctx.base, event_hooks=httpx_hooks(ctx))
-    for rec in ctx.replies:
-        run_call(ctx, "chat", ollama_chat, client, rec.request_json)
+    with client:
+        for rec in ctx.replies:
+            run_call(ctx, "chat", ollama_chat, client, rec.request_json)
     return {"sdk": "ollama.Client(host)"}
 
 
@@ -833,6 +856,7 @@ class Case:
     cassettes: tuple[str, ...]
     driver: Callable[[Ctx], dict[str, Any]]
     tls: bool = True
+    errors: bool = False  # every call answered with an error the SDK raises
 
 
 CASES: tuple[Case, ...] = (
@@ -870,7 +894,7 @@ CASES: tuple[Case, ...] = (
         "with fake credentials and a session token: toolUse for two cities, then the answer "
         "after the toolResults",
         (f"{OTEL_BOTO}/test_converse_tool_call_with_content.yaml",),
-        drive_bedrock_converse,
+        drive_bedrock,
     ),
     Case(
         "bedrock_converse_stream_tls13",
@@ -879,7 +903,7 @@ CASES: tuple[Case, ...] = (
         "AWS event-stream frames (messageStart, contentBlockStart/Delta/Stop, messageStop, "
         "metadata) with toolUse, then the answer after the toolResults",
         (f"{OTEL_BOTO}/test_converse_stream_with_content_tool_call.yaml",),
-        drive_bedrock_converse_stream,
+        drive_bedrock,
     ),
     Case(
         "bedrock_invoke_tls13",
@@ -888,7 +912,7 @@ CASES: tuple[Case, ...] = (
         "(us.anthropic.claude-3-5-sonnet-20240620-v1:0), TLS 1.3 + HTTP/1.1: tool_use, then "
         "the answer after the tool_result",
         (f"{OTEL_BOTO}/test_invoke_model_with_content_tool_call[anthropic.claude].yaml",),
-        drive_bedrock_invoke,
+        drive_bedrock,
     ),
     Case(
         "bedrock_invoke_stream_tls13",
@@ -900,7 +924,33 @@ CASES: tuple[Case, ...] = (
             f"{OTEL_BOTO}/test_invoke_model_with_response_stream_with_content_tool_call"
             "[anthropic.claude].yaml",
         ),
-        drive_bedrock_invoke_stream,
+        drive_bedrock,
+    ),
+    Case(
+        "gemini_vertex_errors_tls13_h1",
+        18749,
+        "google-genai in Vertex AI mode (a fake OAuth2 access token as Authorization: Bearer), "
+        "TLS 1.3 + HTTP/1.1: generate_content answered 400 INVALID_ARGUMENT (temperature 1000), "
+        "then 404 NOT_FOUND (unknown publisher model); the SDK raises ClientError",
+        (
+            f"{VERTEX}/test_generate_content_invalid_temperature.yaml",
+            f"{VERTEX}/test_generate_content_missing_model.yaml",
+        ),
+        lambda ctx: drive_gemini_generate(ctx, vertex=True),
+        errors=True,
+    ),
+    Case(
+        "bedrock_errors_tls13",
+        18750,
+        "boto3 bedrock-runtime converse and converse_stream with an unknown model id, TLS 1.3 "
+        "+ HTTP/1.1: both answered 400 with x-amzn-ErrorType ValidationException and a JSON "
+        "message; boto3 raises ValidationException",
+        (
+            f"{OTEL_BOTO}/test_converse_with_invalid_model.yaml",
+            f"{OTEL_BOTO}/test_converse_stream_with_invalid_model.yaml",
+        ),
+        drive_bedrock,
+        errors=True,
     ),
     Case(
         "ollama_chat_ndjson",
@@ -928,7 +978,10 @@ def check_exchanges(case: Case, ctx: Ctx) -> list[str]:
             problems.append(f"{rec['path']}: status {rec.get('status')} != {rep.status}")
         if urlsplit(rec["path"]).path != rep.path:
             problems.append(f"path {rec['path']} is not the recorded {rep.path}")
-    problems += [f"{c['call']}: {c['error']}" for c in ctx.calls if "error" in c]
+    if case.errors:
+        problems += [f"{c['call']}: no error" for c in ctx.calls if "error" not in c]
+    else:
+        problems += [f"{c['call']}: {c['error']}" for c in ctx.calls if "error" in c]
     return problems
 
 
@@ -987,7 +1040,9 @@ def run_case(case: Case, tcpdump: str, certs: dict[str, Path], tmp: Path) -> dic
     }
     if case.tls:
         truth["server_certificate"] = "self-signed ECDSA P-256, SAN IP:127.0.0.1 (thrown away)"
-    if case.name.startswith("gemini"):
+    if case.name.startswith("gemini_vertex"):
+        truth["fake_credentials"] = {"authorization_bearer": FAKE_VERTEX_TOKEN}
+    elif case.name.startswith("gemini"):
         truth["fake_credentials"] = {"x-goog-api-key": FAKE_GEMINI_KEY}
     if case.name.startswith("bedrock"):
         truth["fake_credentials"] = dict(FAKE_AWS)
@@ -1071,8 +1126,10 @@ them; for boto3 the SigV4 headers it signed; `stub` the cassette, interaction an
 of the body the stub sent) and `sdk_calls`, what the SDK parsed from its own returned objects
 (text, function / tool calls with arguments, finish / stop reasons, usage, ids, model
 versions, errors). Fake credentials (in `truth.json`): a Gemini API key sent as
-`x-goog-api-key`, and for Bedrock `AKIDEXAMPLE` with a secret and a session token (SigV4
-`Authorization`, `X-Amz-Security-Token`).
+`x-goog-api-key`, a Vertex OAuth2 access token sent as `Authorization: Bearer`, and for
+Bedrock `AKIDEXAMPLE` with a secret and a session token (SigV4 `Authorization`,
+`X-Amz-Security-Token`). Each driver closes its SDK client at the end, so every connection
+ends inside the capture.
 
 | capture | size | what happened |
 |---|---|---|
@@ -1100,6 +1157,18 @@ Things worth knowing (what the clients recorded in these runs):
   carry the random padding field `p`; invoke-with-response-stream frames are `chunk` events
   whose `bytes` are base64 Anthropic stream events, the last (`message_stop`) with
   `amazon-bedrock-invocationMetrics`.
+- `gemini_vertex_errors_tls13_h1`: google-genai in Vertex AI mode posts to
+  `/v1/projects/fake-project/locations/us-central1/publishers/google/models/...:generateContent`
+  with no query (the cassettes were recorded by the older Vertex SDK, which asked for
+  `$alt=json;enum-encoding=int`) and `Authorization: Bearer <fake token>`. The error bodies are
+  Google's `{"error": {code, message, status, details}}`; the SDK raises `ClientError` with
+  that code, status and message.
+- `bedrock_errors_tls13`: the 400s carry `x-amzn-ErrorType:
+  ValidationException:http://internal.amazon.com/coral/com.amazon.bedrock/` and a body
+  `{"message": ...}` (lower-case `message`); boto3 raises `ValidationException` with the
+  request id from `x-amzn-RequestId`. converse_stream's error is a plain JSON 400, not an
+  event stream. The corpus holds no event-stream `exception` frame (a modelStreamErrorException
+  mid-stream): no capture has one.
 - `ollama_chat_ndjson`: no cassette of the corpus holds an Ollama-native response carrying
   `tool_calls` (the tool-call cassettes hold them in the request history only), so the tool
   call is in the second request's `messages` (assistant `tool_calls` without ids, then a `tool`

@@ -46,11 +46,13 @@ WITH_CREDENTIALS = [
 EXPECTED = (
     "bedrock_converse_stream_tls13",
     "bedrock_converse_tls13",
+    "bedrock_errors_tls13",
     "bedrock_invoke_stream_tls13",
     "bedrock_invoke_tls13",
     "gemini_generate_tls13_h1",
     "gemini_stream_tls13_h1",
     "gemini_stream_tls13_h2",
+    "gemini_vertex_errors_tls13_h1",
     "ollama_chat_ndjson",
 )
 
@@ -257,6 +259,35 @@ def test_ollama_ndjson_documents_are_the_sdk_chunks() -> None:
     assert [m["role"] for m in request["messages"]] == ["assistant", "tool"]
     assert request["messages"][0]["tool_calls"][0]["function"]["name"] == "get_current_weather"
     assert json.loads(response_body(second))["done_reason"] == whole["done_reason"]
+
+
+# -- errors ------------------------------------------------------------------------------------
+
+
+def test_gemini_errors_are_what_the_sdk_raised() -> None:
+    name = "gemini_vertex_errors_tls13_h1"
+    calls = load(name, "truth.json")["sdk_calls"]
+    for ex, call in zip(exchanges(name), calls, strict=True):
+        assert ex.response is not None and ex.request is not None
+        assert "/publishers/google/models/" in ex.request.target
+        error = json.loads(response_body(ex))["error"]
+        want = call["error"]
+        assert want["type"] == "ClientError"
+        assert ex.response.status == error["code"] == want["code"]
+        assert (error["status"], error["message"]) == (want["status"], want["message"])
+
+
+def test_bedrock_errors_are_what_the_sdk_raised() -> None:
+    name = "bedrock_errors_tls13"
+    calls = load(name, "truth.json")["sdk_calls"]
+    for ex, call in zip(exchanges(name), calls, strict=True):
+        assert ex.response is not None
+        want = call["error"]
+        assert ex.response.status == want["http_status"] == 400
+        errortype = header(ex.response.headers, "x-amzn-errortype")
+        assert errortype is not None and errortype.split(":", 1)[0] == want["error"]["Code"]
+        assert header(ex.response.headers, "x-amzn-requestid") == want["request_id"]
+        assert json.loads(response_body(ex))["message"] == want["error"]["Message"]
 
 
 # -- credentials ------------------------------------------------------------------------------
