@@ -19,6 +19,13 @@ cassette was made (a tool loop: the model's call, the tool's result, the model's
 TLS 1.3 with a throwaway self-signed certificate for 127.0.0.1 and the key log the SDK's own
 SSL context writes through ``SSLKEYLOGFILE``.
 
+The cases (``--list``): Gemini ``generate_content`` (a tool loop) and
+``generate_content_stream`` (``alt=sse``) over HTTP/1.1, the stream again over HTTP/2 (httpx
+``http2=True`` through ``http_options.client_args``), Gemini errors in Vertex AI mode; Bedrock
+``converse``, ``converse_stream``, ``invoke_model`` and ``invoke_model_with_response_stream``
+(Anthropic on Bedrock) tool loops, and ValidationException errors; an Ollama ``/api/chat``
+NDJSON stream and a reply to a history holding tool calls, over cleartext HTTP/1.1.
+
 The script makes a dedicated venv, ``scripts/.venv-vendors`` (python3.11, from the package
 registry: google-genai, boto3, ollama, httpx with http2, hypercorn, PyYAML), and re-runs itself
 in it. Each folder gets ``capture.pcap``, ``keys.log`` (TLS cases), ``truth.json`` and
@@ -372,15 +379,19 @@ class Ctx:
 def httpx_hooks(ctx: Ctx) -> dict[str, list[Callable[[Any], None]]]:
     """httpx event hooks writing each exchange into ``ctx.http`` as the client saw it."""
 
+    not_read = importlib.import_module("httpx").RequestNotRead
+
     def on_request(request: Any) -> None:
-        body = request.content if not request.stream or hasattr(request, "_content") else b""
-        target = request.url.raw_path.decode()
+        try:
+            body: bytes | None = request.content
+        except not_read:  # a streamed request body: not seen here (the SDKs send bytes)
+            body = None
         ctx.http.append(
             {
                 "method": request.method,
-                "path": target,
-                "request_body_bytes": len(body),
-                "request_body_sha256": sha256(body),
+                "path": request.url.raw_path.decode(),
+                "request_body_bytes": None if body is None else len(body),
+                "request_body_sha256": None if body is None else sha256(body),
                 "request_headers": sorted(
                     k for k in request.headers if k.lower() not in ("content-length", "host")
                 ),
