@@ -1300,8 +1300,15 @@ Each folder holds:
 
 
 def write_readme() -> None:
+    """Rewrite this script's part of the README (the head, the table, the notes); the sections
+    other scripts own (between their ``<!-- begin: … -->`` and ``<!-- end: … -->`` marks, after
+    this part) are kept as they are."""
+    path = CAPTURES_DIR / "README.md"
+    old = path.read_text() if path.exists() else ""
+    others = old.find("<!-- begin:")
+    kept = "\n" + old[others:] if others >= 0 else ""
     rows = genlib.case_table_rows(CASES, CAPTURES_DIR)
-    (CAPTURES_DIR / "README.md").write_text(README_HEAD + "\n".join(rows) + "\n" + README_TAIL)
+    path.write_text(README_HEAD + "\n".join(rows) + "\n" + README_TAIL + kept)
 
 
 README_TAIL = """
