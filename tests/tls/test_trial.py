@@ -205,3 +205,17 @@ def test_two_lost_key_updates() -> None:
     want = bytes(clean.plaintext[0])
     assert want.startswith(before) and want[len(before) + lost :] == after and after
     assert dec.plaintext[1] == clean.plaintext[1]
+
+
+@pytest.mark.parametrize("nth", [0, 1])
+def test_lost_client_hello_tls12_resumption_is_told_by_the_server(nth: int, tmp_path: Path) -> None:
+    # RFC 5246 §7.3: a full handshake has a ServerHelloDone, an abbreviated one does not
+    folder = OWN / "tls12_resumption"
+    k = keylog(keys_of(folder))
+    clean = run(folder / "capture.pcap", k)
+    got = run(dropped(folder, CLIENT_HELLO, tmp_path, nth), k)
+    (c,) = [c for c, dec in got.items() if "tls.keys_by_trial" in codes(dec)]
+    assert got[c].tls.info.resumed is clean[c].tls.info.resumed is (nth == 1)
+    assert got[c].tls.info.to_json()["unknown"] == ["alpn_offered", "sni"]
+    assert "unknown" not in clean[c].tls.info.to_json()
+    assert got[c].plaintext == clean[c].plaintext

@@ -31,6 +31,7 @@ class Host(Protocol):
     _sh: hs.ServerHello | None
     _suite: CipherSuite | None
     _random: bytes | None
+    _hello_done: bool
     _acked: int
     _dirs: tuple[Direction, Direction]
 

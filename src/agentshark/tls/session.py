@@ -86,6 +86,7 @@ class TlsConnection(GapRecovery, KeyTrial, ZeroRtt):
         "_acked",
         "_ch",
         "_dirs",
+        "_hello_done",
         "_keylog",
         "_location",
         "_noted",
@@ -105,6 +106,7 @@ class TlsConnection(GapRecovery, KeyTrial, ZeroRtt):
         self._random: bytes | None = None  # the session's: the ClientHello's, or by trial
         self._suite: CipherSuite | None = None  # set while the connection can be decrypted
         self._noted: set[str] = set()
+        self._hello_done = False  # a TLS 1.2 ServerHelloDone was read: a full handshake
         self._acked = -1  # the translated acknowledgment of the data being fed
 
     def __repr__(self) -> str:
@@ -361,6 +363,8 @@ class TlsConnection(GapRecovery, KeyTrial, ZeroRtt):
                 message = "ServerHello" if client else "ClientHello"
                 self._note(out, d, "tls.unexpected_message", message=message)
                 self._set_opaque()
+        elif msg_type == hs.SERVER_HELLO_DONE and not client:
+            self._hello_done = True
         elif msg_type == hs.ENCRYPTED_EXTENSIONS and not client:
             self._encrypted_extensions(hs.parse_encrypted_extensions(body), out)
         elif msg_type == hs.FINISHED and d.stage == 1 and isinstance(protection, Tls13Protection):
@@ -430,6 +434,8 @@ class TlsConnection(GapRecovery, KeyTrial, ZeroRtt):
 
     def _encrypted_extensions(self, ee: hs.EncryptedExtensions, out: Out) -> None:
         self.info.alpn = ee.alpn
+        if self.info.unknown:
+            self.info.unknown = [fact for fact in self.info.unknown if fact != "alpn"]
         client = self._dirs[0]
         if client.mode is Mode.EARLY:
             if ee.early_data:

@@ -60,6 +60,7 @@ class KeyTrial:
 
     __slots__ = ()
     _random: bytes | None  # set here by a trial: TlsConnection's slots
+    _hello_done: bool
     _suite: CipherSuite | None
 
     # -- lost ClientHello -------------------------------------------------------------------
@@ -213,7 +214,11 @@ class KeyTrial:
         suite = keys.protection.suite
         if keys.trial == "client random" and self._random is None:
             self._random = keys.random
-            self.info.client_random = keys.random.hex()
+            info = self.info
+            info.client_random = keys.random.hex()
+            info.unknown += ["sni", "alpn_offered"]  # in the lost ClientHello
+            if not suite.tls13:  # RFC 5246 §7.3: a full handshake has a ServerHelloDone
+                info.resumed = not self._hello_done
             self._note(
                 out,
                 d,
@@ -224,8 +229,10 @@ class KeyTrial:
             )
         elif keys.trial == "cipher suite" and self._suite is None:
             self._suite = suite
-            self.info.version = version_name(TLS13)
-            self.info.cipher_suite = suite.name
+            info = self.info
+            info.version = version_name(TLS13)
+            info.cipher_suite = suite.name
+            info.unknown += ["resumed", "alpn"]  # in the ServerHello; alpn: until EE is read
             self._note(out, d, "tls.suite_by_trial", connection=True, suite=suite.name)
             other = self._dirs[1 - d.index]
             if other.resync is not None and not other.resync.waiting:
