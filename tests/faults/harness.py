@@ -18,7 +18,9 @@ direction's data segments time-stamped between its first and last byte; over TLS
 starts 16 KiB + 512 earlier, since a record's first segments come before the time stamp of
 its first plaintext byte. So "affected" errs towards too many, never too few.
 
-Verdicts: ``identical``; ``incomplete`` (different, and says ``complete: false``);
+Verdicts: ``identical``; ``facts_unknown`` (different only in TLS session facts that the
+faulted run lists in ``tls.unknown``: a lost hello carried them, ``tls.trial``);
+``incomplete`` (different, and says ``complete: false``);
 ``absent_diag`` (gone, and the faulted run has a new diagnostic or gap on its connection or
 source); and the violations ``wrong`` (complete and different), ``absent_silent`` (gone with
 no new evidence), ``extra_complete`` (an exchange or call the clean run does not have, marked
@@ -320,6 +322,8 @@ def _verdicts(
             outcome = "wrong" if b.complete else "incomplete"
             if outcome == "wrong" and recopied[i] and times_only(old, new):
                 outcome = "retimed"
+            elif outcome == "wrong" and unknown_only(old, new):
+                outcome = "facts_unknown"
             diff = first_diff(old, new)
         out.append(
             Verdict(
@@ -352,6 +356,19 @@ def _verdicts(
             )
         )
     return out
+
+
+def unknown_only(clean: dict[str, Any], faulted: dict[str, Any]) -> bool:
+    """Do the items differ only in TLS session facts the faulted run says it lost with a
+    hello (``tls.unknown``: reported as unknown, not as values)?"""
+    tls = faulted.get("tls")
+    if not isinstance(tls, dict) or not tls.get("unknown"):
+        return False
+    a, b = json.loads(json.dumps(clean)), json.loads(json.dumps(faulted))
+    for fact in [*tls["unknown"], "unknown"]:
+        (a.get("tls") or {}).pop(fact, None)
+        b["tls"].pop(fact, None)
+    return bool(a == b)
 
 
 def times_only(a: Any, b: Any) -> bool:

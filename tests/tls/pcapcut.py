@@ -35,6 +35,22 @@ def data_packets(path: Path, start: float = 0.0, stop: float = float("inf")) -> 
     ]
 
 
+def hello_packets(path: Path, kind: int) -> list[int]:
+    """Record indexes of the packets whose TCP payload starts with a TLS handshake record
+    holding a message of type ``kind`` (1 ClientHello, 2 ServerHello)."""
+    pcap = path.read_bytes()
+    out = []
+    for i, (start, end, size, _) in enumerate(packets(pcap)):
+        frame = pcap[start + 16 : end]
+        if size < 6:
+            continue
+        tcp = 14 + (frame[14] & 15) * 4
+        head = frame[tcp + (frame[tcp + 12] >> 4) * 4 :][:6]
+        if head[0] == 22 and head[1] == 3 and head[5] == kind:
+            out.append(i)
+    return out
+
+
 def without(path: Path, index: int, out: Path) -> Path:
     """A copy of the pcap at ``path`` without record ``index``."""
     pcap = path.read_bytes()

@@ -6,7 +6,7 @@ import ast
 import inspect
 import string
 
-from agentshark.tls import lost, session, zero_rtt
+from agentshark.tls import lost, session, trial, zero_rtt
 from agentshark.tls.diagnostics import CATALOGUE, diagnostic
 
 
@@ -15,7 +15,7 @@ def fields(template: str) -> set[str]:
 
 
 def test_every_note_call_fills_its_template() -> None:
-    trees = [ast.parse(inspect.getsource(module)) for module in (session, lost, zero_rtt)]
+    trees = [ast.parse(inspect.getsource(module)) for module in (session, lost, trial, zero_rtt)]
     calls = [
         node
         for tree in trees
@@ -28,9 +28,13 @@ def test_every_note_call_fills_its_template() -> None:
     for call in calls:
         key = call.args[2]
         assert isinstance(key, ast.Constant) and key.value in CATALOGUE, ast.unparse(call)
-        given = {k.arg for k in call.keywords} - {"per_direction", "every", "severity", None} | {
-            "who"
-        }
+        given = {k.arg for k in call.keywords} - {
+            "per_direction",
+            "every",
+            "connection",
+            "severity",
+            None,
+        } | {"who"}
         assert fields(CATALOGUE[key.value][1]) <= given, ast.unparse(call)
         used.add(key.value)
     assert used == set(CATALOGUE)

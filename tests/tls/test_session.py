@@ -126,13 +126,28 @@ def test_gap_resumes_at_the_next_record_that_decrypts() -> None:
 
 
 def test_gap_in_the_handshake_stops_the_direction() -> None:
-    tls = TlsConnection(keylog(), location="c1")
+    other = b"CLIENT_HANDSHAKE_TRAFFIC_SECRET " + b"ab" * 32 + b" " + b"cd" * 32 + b"\n"
+    tls = TlsConnection(keylog(other), location="c1")  # no secret of this session
     events = tls.feed(0, TRACE[0][1], 1.0)
     events += tls.gap(1, 100, 2.0)  # the ServerHello is lost: the suite is unknown
     (diag,) = diagnostics(events)
     assert diag.code == "tls.gap" and "100 bytes" in diag.message
     assert "the ServerHello was not read" in diag.message
     assert tls.gap(1, 5, 4.0) == [] and tls.feed(1, TRACE[1][1], 5.0) == []
+
+
+def test_gap_before_the_server_hello_finds_the_suite_by_trial() -> None:
+    tls = TlsConnection(keylog(), location="c1")
+    events = tls.feed(0, TRACE[0][1], 1.0)
+    events += tls.gap(1, 100, 2.0)  # the ServerHello is lost: the suite is unknown
+    assert events == []  # the search starts: the offered suites under the logged secrets
+    events += tls.feed(1, TRACE[1][1], 3.0)  # the server's flight: its records are found
+    codes = [(d.code, d.location) for d in diagnostics(events)]
+    assert codes == [("tls.suite_by_trial", "c1"), ("tls.resynced", "c1 server record 1")]
+    assert tls.info.cipher_suite == "TLS_AES_128_GCM_SHA256" and tls.info.version == "TLS 1.3"
+    for direction, data in TRACE[2:]:
+        events += tls.feed(direction, data, 4.0)
+    assert plaintext(events) == (rfc8448.APPLICATION_DATA, rfc8448.APPLICATION_DATA)
 
 
 def test_garbage_stops_one_direction() -> None:

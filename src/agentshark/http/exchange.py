@@ -35,7 +35,15 @@ from agentshark.http.events import (
 )
 from agentshark.model import Body, Exchange, Interim, Request, Response, header
 
-_EXCHANGE_TLS_FACTS = ("version", "cipher_suite", "sni", "alpn", "client_random", "resumed")
+_EXCHANGE_TLS_FACTS = (
+    "version",
+    "cipher_suite",
+    "sni",
+    "alpn",
+    "client_random",
+    "resumed",
+    "unknown",  # the facts above that a lost hello took (absent when none)
+)
 
 
 class TlsFacts(Protocol):

@@ -72,6 +72,35 @@ CATALOGUE: dict[str, tuple[Severity, str]] = {
         "{gap} bytes of the {who}'s stream were not captured, and {why} under the sequence "
         "numbers that fit (up to {size} bytes of plaintext lost so far): " + _ONE_WAY,
     ),
+    "tls.keys_by_trial": (
+        "info",
+        "the ClientHello of this connection was not captured: its session in the key log "
+        "(client random {random}…, {suite}) was found by trial decryption, a protected "
+        "record's tag verifying under its keys",
+    ),
+    "tls.trial_bound": (
+        "warning",
+        "the ClientHello of this connection was not captured and {total} sessions of the key "
+        "log could be its own: only the newest {limit} were tried",
+    ),
+    "tls.trial_failed/random": (
+        "warning",
+        "the ClientHello of this connection was not captured, and the {who}'s first protected "
+        "record decrypts under none of the {count} sessions of the key log that fit its "
+        "cipher suite: the connection stays encrypted",
+    ),
+    "tls.trial_failed/suite": (
+        "warning",
+        "the ServerHello of this connection was not captured, and the {who}'s first "
+        "protected record decrypts under none of the {count} keys the logged secrets give "
+        "with the suites the ClientHello offered: " + _ONE_WAY,
+    ),
+    "tls.suite_by_trial": (
+        "info",
+        "the ServerHello of this connection was not captured: its cipher suite, {suite} "
+        "(TLS 1.3), was found by trial decryption among those the ClientHello offered, a "
+        "protected record's tag verifying under it",
+    ),
     "tls.handshake_cut": (
         "warning",
         "a handshake message of the {who}'s stream was cut by a capture gap: the handshake "

@@ -20,7 +20,7 @@ from agentshark.tls.handshake import HandshakeReader
 from agentshark.tls.records import DecryptError, RecordReader, Tls12Protection, Tls13Protection
 
 if TYPE_CHECKING:
-    from agentshark.tls.resync import Resync
+    from agentshark.tls.resync import Keys, Resync
 
 __all__ = ["MAX_MARKS", "UNKNOWN", "WHO", "Direction", "Mode", "Protection"]
 
@@ -36,6 +36,7 @@ class Mode(Enum):
     PLAIN = "plain"  # records in the clear: the handshake before keys
     EARLY = "early"  # TLS 1.3 client after a ClientHello with early_data: trial decryption
     DECRYPT = "decrypt"  # records are decrypted with the direction's protection
+    TRIAL = "trial"  # a hello was lost: the next protected record is tried under ``trial``
     OPAQUE = "opaque"  # protected and not decryptable: records are counted only
     LOST = "lost"  # framing lost (a gap, bytes that are not TLS) or the stream ended
 
@@ -56,7 +57,7 @@ class Direction:
     ``plain`` the plaintext reported (and lost, at ``TlsGap`` sizes); ``marks`` holds the
     marks of recent records, ``floor`` the last one trimmed; a plaintext offset of
     ``UNKNOWN`` marks where bytes were lost. ``resync`` is set while the direction looks for
-    its records again after a gap.
+    its records again after a gap. ``trial`` holds the candidate keys of ``Mode.TRIAL``.
     """
 
     __slots__ = (
@@ -74,6 +75,7 @@ class Direction:
         "resumed",
         "resync",
         "stage",
+        "trial",
         "untracked",
     )
 
@@ -91,6 +93,7 @@ class Direction:
         self.marks: deque[tuple[int, int, int]] = deque(maxlen=MAX_MARKS)
         self.floor = (0, 0, 0)
         self.resync: Resync | None = None
+        self.trial: list[Keys] = []
         self.resumed = 0  # gaps after which decryption resumed
         self.untracked = False  # plaintext not marked (0-RTT data): acks are not translated
 
@@ -119,6 +122,7 @@ class Direction:
         self.reader.stop()
         self.early.clear()
         self.resync = None
+        self.trial = []
 
     def lose(self, tcp_from: int) -> None:
         """Acknowledgments from TCP offset ``tcp_from`` on cannot be translated (yet)."""

@@ -26,6 +26,7 @@ __all__ = [
     "KEY_UPDATE",
     "NEW_SESSION_TICKET",
     "SERVER_HELLO",
+    "SERVER_HELLO_DONE",
     "ClientHello",
     "EncryptedExtensions",
     "HandshakeError",
@@ -38,7 +39,7 @@ __all__ = [
 ]
 
 HELLO_REQUEST, CLIENT_HELLO, SERVER_HELLO, NEW_SESSION_TICKET, END_OF_EARLY_DATA = 0, 1, 2, 4, 5
-ENCRYPTED_EXTENSIONS, FINISHED, KEY_UPDATE = 8, 20, 24
+ENCRYPTED_EXTENSIONS, SERVER_HELLO_DONE, FINISHED, KEY_UPDATE = 8, 14, 20, 24
 _KEPT = frozenset({CLIENT_HELLO, SERVER_HELLO, ENCRYPTED_EXTENSIONS, KEY_UPDATE})
 MAX_MESSAGE = 1 << 20  # a kept message larger than this is not a real hello
 

@@ -1,5 +1,5 @@
 """What the parts of :class:`~agentshark.tls.session.TlsConnection` kept in other modules
-(``lost``: gaps; ``zero_rtt``: early data) may use of the connection.
+(``lost``: gaps; ``trial``: lost hellos; ``zero_rtt``: early data) may use of the connection.
 
 They are mixins of TlsConnection; :class:`Host` is the self type their methods declare, so
 that the type checker holds them to what the connection really has.
@@ -17,7 +17,7 @@ from agentshark.tls.info import TlsInfo
 from agentshark.tls.keylog import KeyLog
 from agentshark.tls.keyschedule import CipherSuite
 from agentshark.tls.records import Tls13Protection
-from agentshark.tls.resync import Resumed, Resync
+from agentshark.tls.resync import Keys, Resumed, Resync
 
 __all__ = ["Host", "Out"]
 
@@ -30,13 +30,40 @@ class Host(Protocol):
     _ch: hs.ClientHello | None
     _sh: hs.ServerHello | None
     _suite: CipherSuite | None
+    _random: bytes | None
+    _hello_done: bool
     _acked: int
+    _dirs: tuple[Direction, Direction]
 
     def feed(self, direction: int, data: bytes, ts: float, acked: int = -1) -> list[TlsEvent]: ...
 
     def _content(self, d: Direction, ctype: int, content: bytes, ts: float, out: Out) -> None: ...
 
     def _failed(self, d: Direction, out: Out) -> None: ...
+
+    def _alert(
+        self, d: Direction, content: bytes, ts: float, out: Out, *, encrypted: bool
+    ) -> None: ...
+
+    def _set_opaque(self) -> None: ...
+
+    def _tls13_client_start(self, out: Out) -> None: ...
+
+    def _resync(self, d: Direction, data: bytes, ts: float) -> list[TlsEvent]: ...
+
+    def _resync_keys(self, d: Direction) -> list[Keys]: ...
+
+    def _handshake_lost(self, d: Direction) -> str: ...
+
+    def _suite_keys(self, d: Direction) -> list[Keys]: ...
+
+    def _give_up_held(self, d: Direction, out: Out) -> None: ...
+
+    def _client_keys(self, client: Direction, out: Out) -> None: ...
+
+    def _by_trial(self, d: Direction, keys: Keys, out: Out) -> None: ...
+
+    def _after_trial(self, d: Direction, keys: Keys, out: Out) -> None: ...
 
     def _protection13_quiet(self, label: str) -> Tls13Protection | None: ...
 
@@ -54,6 +81,7 @@ class Host(Protocol):
         *,
         per_direction: bool = False,
         every: bool = False,
+        connection: bool = False,
         severity: Severity | None = None,
         **fields: object,
     ) -> None: ...

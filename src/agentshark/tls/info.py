@@ -28,6 +28,8 @@ class TlsInfo:
     ``decrypted`` is True once any record of the connection decrypted; ``records`` counts
     records per direction (0 client -> server, 1 server -> client), decrypted or not.
     ``client_random`` is public (it travels in the clear): it is how a key log is searched.
+    ``unknown`` names the facts the capture lost with a hello (``tls.trial``): there, None
+    or an empty list says nothing (``sni``: not "no SNI sent"); in JSON only when not empty.
     """
 
     version: str | None = None
@@ -42,9 +44,10 @@ class TlsInfo:
     hello_retry: bool = False
     key_updates: int = 0
     records: list[int] = field(default_factory=lambda: [0, 0])
+    unknown: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, object]:
-        return {
+        out: dict[str, object] = {
             "version": self.version,
             "cipher_suite": self.cipher_suite,
             "sni": self.sni,
@@ -58,3 +61,6 @@ class TlsInfo:
             "key_updates": self.key_updates,
             "records": list(self.records),
         }
+        if self.unknown:
+            out["unknown"] = sorted(self.unknown)
+        return out

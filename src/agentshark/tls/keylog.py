@@ -79,6 +79,17 @@ class KeyLog:
         """The secrets logged for ``client_random``, by label (empty if none)."""
         return dict(self._secrets.get(client_random, ()))
 
+    def candidates(self, label: str, size: int) -> list[tuple[bytes, bytes]]:
+        """``(client random, secret)`` of every session with a ``label`` secret of ``size``
+        bytes, the newest session first: what a connection whose ClientHello was not
+        captured may be (``tls.trial`` proves which by a record's tag)."""
+        out = []
+        for client_random, found in reversed(self._secrets.items()):
+            secret = found.get(label)
+            if secret is not None and len(secret) == size:
+                out.append((client_random, secret))
+        return out
+
     def add_text(self, text: bytes, source: str) -> list[Diagnostic]:
         """Add the lines of a key log; return a ``keylog.malformed_line`` per bad line.
 

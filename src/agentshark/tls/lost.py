@@ -5,8 +5,10 @@ A gap in a direction being decrypted starts a search; what it finds fixes the re
 boundary, the sequence number and the keys (the direction's own, or those after a key change
 the gap swallowed). The plaintext lost comes out as a ``TlsGap`` with a ``tls.resynced``
 diagnostic (records and bytes lost, where decryption resumed, whether the size is exact).
-A gap during the handshake, before a ServerHello names the suite, cannot be searched past:
-``tls.gap`` says what was lost.
+A gap during the handshake before a ServerHello names the suite is searched past under the
+suites the ClientHello offered (TLS 1.3, ``tls.trial``); otherwise ``tls.gap`` says what was
+lost. A gap in the client's stream before its ClientHello was read holds its bytes until
+``tls.trial`` names the session.
 """
 
 from __future__ import annotations
@@ -18,7 +20,14 @@ from agentshark.tls.host import Host, Out
 from agentshark.tls.keylog import TLS12_LABEL
 from agentshark.tls.keyschedule import next_traffic_secret, tls12_key_block
 from agentshark.tls.records import DecryptError, Tls12Protection, Tls13Protection
-from agentshark.tls.resync import Keys, Resumed, Resync, lost_plaintext, smallest_record
+from agentshark.tls.resync import (
+    MAX_KEY_UPDATES,
+    Keys,
+    Resumed,
+    Resync,
+    lost_plaintext,
+    smallest_record,
+)
 
 __all__ = ["GapRecovery"]
 
@@ -29,28 +38,45 @@ class GapRecovery:
     __slots__ = ()
 
     def _resync_keys(self: Host, d: Direction) -> list[Keys]:
-        """The keys a record after a gap in ``d`` may be under: none during the handshake,
-        until a ServerHello names the suite (and for TLS 1.3 the handshake keys are set)."""
+        """The keys a record after a gap in ``d`` may be under: during the handshake, those
+        the ServerHello's suite gives (or, lost, the offered suites' of ``tls.trial``)."""
         suite, p = self._suite, d.protection
         if suite is None:
-            return []
+            return self._suite_keys(d)
+        if d.mode is Mode.TRIAL:
+            return d.trial
         if d.mode is Mode.DECRYPT and p is not None:
-            keys = [Keys(protection=p, expected=p.seq, stage=d.stage)]
+            # nothing decrypted yet under the handshake keys: the gap may have cut only
+            # records in the clear (ChangeCipherSpec), and the next record be number 0
+            fresh = suite.tls13 and d.stage == 1 and p.seq == 0
+            keys = [Keys(protection=p, expected=-1 if fresh else p.seq, stage=d.stage)]
             if isinstance(p, Tls13Protection) and d.stage == 1:  # the Finished may be lost
                 label = "CLIENT_TRAFFIC_SECRET_0" if d.index == 0 else "SERVER_TRAFFIC_SECRET_0"
                 after = self._protection13_quiet(label)
                 if after is not None:
                     keys.append(Keys(protection=after, expected=0, stage=2, change="Finished"))
-            elif isinstance(p, Tls13Protection):  # a KeyUpdate may be lost
-                after = Tls13Protection(suite, next_traffic_secret(p.secret, suite))
-                keys.append(Keys(protection=after, expected=0, stage=2, change="KeyUpdate"))
+            elif isinstance(p, Tls13Protection):  # KeyUpdates may be lost
+                secret = p.secret
+                for updates in range(1, MAX_KEY_UPDATES + 1):
+                    secret = next_traffic_secret(secret, suite)
+                    after = Tls13Protection(suite, secret)
+                    keys.append(
+                        Keys(
+                            protection=after,
+                            expected=0,
+                            stage=2,
+                            change="KeyUpdate",
+                            updates=updates,
+                        )
+                    )
             return keys
-        if d.mode is Mode.PLAIN and not suite.tls13 and self._ch is not None:
+        random = self._random
+        if d.mode is Mode.PLAIN and not suite.tls13 and random is not None:
             assert self._sh is not None  # the suite is set by the ServerHello
-            master = self._keylog.secrets(self._ch.random).get(TLS12_LABEL)
+            master = self._keylog.secrets(random).get(TLS12_LABEL)
             if master is None:
                 return []
-            block = tls12_key_block(master, self._ch.random, self._sh.random, suite)
+            block = tls12_key_block(master, random, self._sh.random, suite)
             if d.index == 0:
                 p = Tls12Protection(suite, block.client_key, block.client_iv)
             else:
@@ -60,9 +86,20 @@ class GapRecovery:
 
     def _handshake_lost(self: Host, d: Direction) -> str:
         """What a handshake gap in ``d`` costs, in words for ``tls.gap``."""
-        if self._ch is None:
+        if self._random is None:
+            if d.index == 0 and self._sh is not None and len(self._keylog):
+                return (
+                    " (the ClientHello was not read, and no session of the key log decrypts "
+                    "the server's records)"
+                )
             return " (the ClientHello was not read: without its random no key applies)"
         if self._sh is None:
+            if TLS12_LABEL in self._keylog.secrets(self._random):
+                return (
+                    " (the ServerHello was not read, and this TLS 1.2 session's keys are "
+                    "derived from the server random that only the ServerHello carried: they "
+                    "cannot be recovered)"
+                )
             return " (the ServerHello was not read: the cipher suite is unknown)"
         if self._suite is not None and not self._suite.tls13:
             return f" (the key log has no {TLS12_LABEL} for this session)"
@@ -72,8 +109,13 @@ class GapRecovery:
         """``feed`` while ``d`` looks for its records after a gap."""
         resync = d.resync
         assert resync is not None
-        found = resync.feed(data)
         out: Out = []
+        if resync.waiting:  # the client's, until tls.trial names the session
+            resync.hold(data, ts, self._acked)
+            if resync.error is not None:
+                self._give_up_held(d, out)
+            return out
+        found = resync.feed(data)
         if found is not None:
             self._resumed(d, found, resync.gap_bytes, ts, out)
             if found.rest:  # read as after any record, with the same acknowledgment
@@ -98,7 +140,9 @@ class GapRecovery:
         keys = found.keys
         d.use(keys.protection, keys.stage)  # its seq follows the record found
         if keys.change == "KeyUpdate":
-            self.info.key_updates += 1
+            self.info.key_updates += keys.updates
+        if keys.trial:
+            self._by_trial(d, keys, out)
         d.handshakes = hs.HandshakeReader()  # a message cut by the gap is lost
         self.info.records[d.index] += 1
         suite = keys.protection.suite
@@ -128,6 +172,8 @@ class GapRecovery:
         )
         d.rec_end = start + found.record
         self._content(d, found.ctype, found.content, ts, out)
+        if keys.trial:
+            self._after_trial(d, keys, out)
 
     def _finished_unseen(self: Host, d: Direction, rec: bytes, ts: float, out: Out) -> bool:
         """After a gap in a TLS 1.3 handshake, a record that fails under the handshake keys

@@ -18,14 +18,19 @@ record boundary and proves it with the AEAD tag:
    implementations set to the sequence number (RFC 5288 §3 allows it; OpenSSL, BoringSSL,
    Go and NSS do): that number is tried first. Keys that a lost record may have switched to
    are tried too, from sequence number 0: the application traffic keys when a TLS 1.3
-   Finished was lost (RFC 8446 §7.3), the next generation when a KeyUpdate was (§4.6.3, one
-   generation), the key block when a TLS 1.2 ChangeCipherSpec was (RFC 5246 §7.1).
+   Finished was lost (RFC 8446 §7.3), the next generations when KeyUpdates were (§4.6.3, up
+   to ``MAX_KEY_UPDATES``), the key block when a TLS 1.2 ChangeCipherSpec was (RFC 5246
+   §7.1), and the candidates of ``tls.trial`` when a hello was lost.
 3. The first record whose tag verifies fixes both the boundary and the sequence number;
    framing resumes after it. A tag forged by chance has probability 2^-128 per try.
 
 Cost is bounded: bytes before a candidate are dropped, so the buffer holds one candidate
 record and what came after it; the search gives up after ``MAX_SCAN`` bytes searched or
 ``MAX_WORK`` tag checks. The no-loss path never comes here.
+
+A search may start before its keys are known (``waiting``): a client whose ClientHello was
+lost waits for ``tls.trial`` to find its session in the key log; its bytes are held, up to
+``MAX_HELD``, and searched once ``arm`` gives the keys.
 """
 
 from __future__ import annotations
@@ -38,6 +43,8 @@ from agentshark.tls.direction import Protection
 from agentshark.tls.records import DecryptError
 
 __all__ = [
+    "MAX_HELD",
+    "MAX_KEY_UPDATES",
     "MAX_SCAN",
     "MAX_TRIES",
     "MAX_WORK",
@@ -51,6 +58,8 @@ __all__ = [
 MAX_TRIES = 1024  # sequence numbers tried per candidate record and set of keys
 MAX_WORK = 16384  # tag checks per gap
 MAX_SCAN = 1 << 22  # bytes searched after a gap for a record that decrypts
+MAX_HELD = 1 << 18  # bytes held while a search waits for its keys
+MAX_KEY_UPDATES = 4  # TLS 1.3 key generations a gap may have swallowed, tried in turn
 MAX_PROTECTED = (1 << 14) + 256  # TLSCiphertext.length limit (RFC 8446 §5.2)
 _TAG = 16
 _HEADER13 = re.compile(rb"\x17\x03\x03")
@@ -74,13 +83,19 @@ class Keys:
 
     ``expected`` is the sequence number the next record would have had without the gap (0
     for keys a lost record switched to); ``change`` names that lost record ("" for the
-    direction's own keys: "Finished", "KeyUpdate", "ChangeCipherSpec").
+    direction's own keys: "Finished", "KeyUpdate" (``updates`` of them), "ChangeCipherSpec",
+    "ClientHello", "ServerHello"). ``trial`` says what a record verifying under these keys
+    proves, for keys tried because a hello was lost: "client random" (``random``, the
+    session's), or "cipher suite" (the protection's).
     """
 
     protection: Protection
     expected: int
     stage: int
     change: str = ""
+    updates: int = 0
+    trial: str = ""
+    random: bytes = b""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -112,6 +127,8 @@ class Resync:
     __slots__ = (
         "_buf",
         "_header",
+        "_held",
+        "_held_bytes",
         "_keys",
         "_smallest",
         "error",
@@ -125,6 +142,8 @@ class Resync:
         self, keys: list[Keys], *, tls13: bool, smallest: int, lost: int, gap: int
     ) -> None:
         self._buf = bytearray()
+        self._held: list[tuple[bytes, float, int]] = []
+        self._held_bytes = 0
         self._keys = keys
         self._header = _HEADER13 if tls13 else _HEADER12
         self._smallest = smallest
@@ -140,6 +159,33 @@ class Resync:
     @property
     def buffered(self) -> int:
         return len(self._buf)
+
+    @property
+    def waiting(self) -> bool:
+        """True while the keys are not known: bytes are held, not searched."""
+        return not self._keys
+
+    @property
+    def keys(self) -> list[Keys]:
+        return self._keys
+
+    def hold(self, data: bytes, ts: float, acked: int) -> None:
+        """Keep bytes that came while ``waiting``, with their time and acknowledgment."""
+        self._held.append((data, ts, acked))
+        self._held_bytes += len(data)
+        if self._held_bytes > MAX_HELD:
+            self.error = f"more than {MAX_HELD} bytes came before the keys were found"
+
+    def take_held(self) -> list[tuple[bytes, float, int]]:
+        """The bytes held while waiting, to be fed again once armed."""
+        held, self._held = self._held, []
+        return held
+
+    def arm(self, keys: list[Keys], *, tls13: bool, smallest: int) -> None:
+        """Search with ``keys`` from now on (the next ``feed``, which may bring no bytes)."""
+        self._keys = keys
+        self._header = _HEADER13 if tls13 else _HEADER12
+        self._smallest = smallest
 
     def gap(self, size: int) -> None:
         """Another ``size`` bytes were never captured: what is held is cut off too."""
@@ -260,7 +306,7 @@ def lost_plaintext(found: Resumed, smallest: int) -> tuple[int, int, bool]:
             return records, 0, True
         size, exact = lost - records * smallest, not tls13
     elif keys.change == "KeyUpdate":
-        records = seq + 1  # the KeyUpdate's record, then the new keys' records
+        records = seq + keys.updates  # the KeyUpdates' records, then the new keys' records
         size, exact = lost - records * smallest, False
     else:
         records = seq + 1

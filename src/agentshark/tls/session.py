@@ -17,6 +17,9 @@ TLS 1.2 (RFC 5246 §7.1)
     Each side's ChangeCipherSpec starts its protection with the key block derived from the
     master secret, for full and abbreviated (resumed) handshakes alike.
 
+When the capture lost the ClientHello or the ServerHello, ``tls.trial`` finds the keys by
+trial decryption, a record's AEAD tag as the proof.
+
 Secrets are looked up in the :class:`~agentshark.tls.keylog.KeyLog` when they are needed, so
 secrets added while a capture is read (pcapng Decryption Secrets Blocks) apply to the
 connections that need them afterwards.
@@ -53,6 +56,7 @@ from agentshark.tls.records import (
     Tls13Protection,
 )
 from agentshark.tls.resync import Resync, smallest_record
+from agentshark.tls.trial import KeyTrial
 from agentshark.tls.zero_rtt import ZeroRtt
 
 __all__ = ["TlsConnection"]
@@ -62,7 +66,7 @@ _DECRYPT = Mode.DECRYPT  # a module global is read faster than an enum attribute
 Out = list[TlsEvent]
 
 
-class TlsConnection(GapRecovery, ZeroRtt):
+class TlsConnection(GapRecovery, KeyTrial, ZeroRtt):
     """Decrypts one TLS connection observed from outside (sans-I/O).
 
     ``location`` prefixes diagnostic locations (a capture name and connection id).
@@ -82,9 +86,11 @@ class TlsConnection(GapRecovery, ZeroRtt):
         "_acked",
         "_ch",
         "_dirs",
+        "_hello_done",
         "_keylog",
         "_location",
         "_noted",
+        "_random",
         "_sh",
         "_suite",
         "info",
@@ -97,8 +103,10 @@ class TlsConnection(GapRecovery, ZeroRtt):
         self._dirs = (Direction(0), Direction(1))
         self._ch: hs.ClientHello | None = None
         self._sh: hs.ServerHello | None = None
+        self._random: bytes | None = None  # the session's: the ClientHello's, or by trial
         self._suite: CipherSuite | None = None  # set while the connection can be decrypted
         self._noted: set[str] = set()
+        self._hello_done = False  # a TLS 1.2 ServerHelloDone was read: a full handshake
         self._acked = -1  # the translated acknowledgment of the data being fed
 
     def __repr__(self) -> str:
@@ -210,6 +218,8 @@ class TlsConnection(GapRecovery, ZeroRtt):
             )
             d.reader = RecordReader()
             return out
+        if self._hold_client(d, size):
+            return out
         if d.mode not in (Mode.OPAQUE, Mode.LOST):
             what = self._handshake_lost(d)
             self._note(out, d, "tls.gap", per_direction=True, size=size, what=what)
@@ -221,7 +231,9 @@ class TlsConnection(GapRecovery, ZeroRtt):
         d = self._dirs[direction]
         out: Out = []
         resync = d.resync
-        if resync is not None:
+        if resync is not None and resync.waiting:
+            self._give_up_held(d, out)
+        elif resync is not None:
             size = self._unresolved(d, resync, ts, out)
             later = resync.searched + resync.buffered
             after = f"{later} bytes later" if later else "right after"
@@ -267,6 +279,9 @@ class TlsConnection(GapRecovery, ZeroRtt):
                 self._early_record(d, rec, ts, out)
             elif self._ch is None:
                 self._no_handshake(d, out)
+            elif self._sh is None and (keys := self._suite_keys(d)):
+                d.mode, d.trial = Mode.TRIAL, keys  # the ServerHello was lost
+                self._trial_record(d, rec, ts, out)
             else:
                 self._note(out, d, "tls.unexpected_record", what="protected data before keys")
                 d.use(None, d.stage)
@@ -348,6 +363,8 @@ class TlsConnection(GapRecovery, ZeroRtt):
                 message = "ServerHello" if client else "ClientHello"
                 self._note(out, d, "tls.unexpected_message", message=message)
                 self._set_opaque()
+        elif msg_type == hs.SERVER_HELLO_DONE and not client:
+            self._hello_done = True
         elif msg_type == hs.ENCRYPTED_EXTENSIONS and not client:
             self._encrypted_extensions(hs.parse_encrypted_extensions(body), out)
         elif msg_type == hs.FINISHED and d.stage == 1 and isinstance(protection, Tls13Protection):
@@ -369,6 +386,7 @@ class TlsConnection(GapRecovery, ZeroRtt):
             d.early.reject()  # RFC 8446 §4.1.2: early data is not retried after an HRR
             self._early_end(d, out)
         self._ch = ch
+        self._random = ch.random
         info = self.info
         info.client_random = ch.random.hex()
         info.sni = ch.server_name
@@ -399,8 +417,12 @@ class TlsConnection(GapRecovery, ZeroRtt):
             what = info.version
         elif suite is None or suite.tls13 != (sh.version == TLS13):
             what = f"the cipher suite {info.cipher_suite}"
-        elif ch is None:
-            self._no_handshake(self._dirs[1], out)
+        elif ch is None:  # the ClientHello was lost: tls.trial may find the session
+            self._suite = suite
+            if not suite.tls13 and len(self._keylog):
+                return  # tried on the server's Finished, after its ChangeCipherSpec
+            if not suite.tls13 or not self._client_random_trial(self._dirs[1], suite, out):
+                self._no_handshake(self._dirs[1], out)
             return
         else:
             self._suite = suite
@@ -412,6 +434,8 @@ class TlsConnection(GapRecovery, ZeroRtt):
 
     def _encrypted_extensions(self, ee: hs.EncryptedExtensions, out: Out) -> None:
         self.info.alpn = ee.alpn
+        if self.info.unknown:
+            self.info.unknown = [fact for fact in self.info.unknown if fact != "alpn"]
         client = self._dirs[0]
         if client.mode is Mode.EARLY:
             if ee.early_data:
@@ -424,11 +448,11 @@ class TlsConnection(GapRecovery, ZeroRtt):
 
     def _secret(self, label: str, d: Direction, out: Out) -> bytes | None:
         """The logged secret, or None after saying (once) what is missing and what to do."""
-        assert self._ch is not None
-        found = self._keylog.secrets(self._ch.random)
+        assert self._random is not None
+        found = self._keylog.secrets(self._random)
         secret = found.get(label)
         if secret is None:
-            random = self._ch.random.hex()[:16]
+            random = self._random.hex()[:16]
             sources = self._keylog.sources
             if found:
                 self._note(out, d, "tls.missing_secret", random=random, label=label)
@@ -436,7 +460,7 @@ class TlsConnection(GapRecovery, ZeroRtt):
             ech = (
                 "; the client used Encrypted Client Hello, and key logs name the inner "
                 "ClientHello's random, which a capture does not show"
-                if self._ch.ech
+                if self._ch is not None and self._ch.ech
                 else ""
             )
             if not sources:
@@ -461,9 +485,14 @@ class TlsConnection(GapRecovery, ZeroRtt):
 
     def _tls13_start(self, out: Out) -> None:
         """After the ServerHello: both sides move to their handshake traffic keys."""
-        client, server = self._dirs
+        server = self._dirs[1]
         if server.mode is not Mode.LOST:
             server.use(self._protection13("SERVER_HANDSHAKE_TRAFFIC_SECRET", server, out), 1)
+        self._tls13_client_start(out)
+
+    def _tls13_client_start(self, out: Out) -> None:
+        """The client moves to its handshake traffic keys with the server's (RFC 8446 §2)."""
+        client = self._dirs[0]
         if client.mode is Mode.PLAIN:
             client.use(self._protection13("CLIENT_HANDSHAKE_TRAFFIC_SECRET", client, out), 1)
         elif client.mode is Mode.EARLY:
@@ -480,23 +509,27 @@ class TlsConnection(GapRecovery, ZeroRtt):
 
     def _protection13_quiet(self, label: str) -> Tls13Protection | None:
         """Keys for a secret the session may well not have (0-RTT): no diagnostic if absent."""
-        assert self._ch is not None and self._suite is not None
-        secret = self._keylog.secrets(self._ch.random).get(label)
+        assert self._random is not None and self._suite is not None
+        secret = self._keylog.secrets(self._random).get(label)
         if secret is None or len(secret) != self._suite.hash_length:
             return None
         return Tls13Protection(self._suite, secret)
 
     def _tls12_start(self, d: Direction, out: Out) -> None:
         """A ChangeCipherSpec: this side's next records are protected (RFC 5246 §7.1)."""
-        suite, ch, sh = self._suite, self._ch, self._sh
-        if suite is None or ch is None or sh is None:
+        suite, random, sh = self._suite, self._random, self._sh
+        if suite is not None and random is None and d.index == 1:  # the ClientHello was lost
+            if not self._client_random_trial(d, suite, out):
+                self._no_handshake(d, out)
+            return
+        if suite is None or random is None or sh is None:
             d.use(None, 1)
             return
         master = self._secret(TLS12_LABEL, d, out)
         if master is None:
             self._set_opaque()
             return
-        keys = tls12_key_block(master, ch.random, sh.random, suite)
+        keys = tls12_key_block(master, random, sh.random, suite)
         if d.index == 0:
             d.use(Tls12Protection(suite, keys.client_key, keys.client_iv), 1)
         else:
@@ -509,6 +542,7 @@ class TlsConnection(GapRecovery, ZeroRtt):
             if d.mode is not Mode.LOST:
                 d.use(None, d.stage)
                 d.early.clear()
+                d.trial = []
 
     # -- reporting --------------------------------------------------------------------------
 
@@ -536,11 +570,13 @@ class TlsConnection(GapRecovery, ZeroRtt):
         *,
         per_direction: bool = False,
         every: bool = False,
+        connection: bool = False,
         severity: Severity | None = None,
         **fields: object,
     ) -> None:
         """Append the diagnostic ``code``: at most once per connection (or direction), or
-        ``every`` time (one per gap)."""
+        ``every`` time (one per gap). Its location is the record that caused it, or the
+        ``connection``."""
         if not every:
             key = code.partition("/")[0]
             key = f"{key}/{d.index}" if per_direction else key
@@ -549,6 +585,8 @@ class TlsConnection(GapRecovery, ZeroRtt):
             self._noted.add(key)
         where = f"{d.who} record {self.info.records[d.index]}"
         location = f"{self._location} {where}" if self._location else where
+        if connection:
+            location = self._location or "the connection"
         out.append(diagnostic(code, location, severity=severity, who=d.who, **fields))
 
 
@@ -559,6 +597,7 @@ _RECORD_HANDLERS: dict[Mode, _RecordHandler] = {
     Mode.PLAIN: TlsConnection._plain_record,
     Mode.EARLY: TlsConnection._plain_record,  # application_data goes to _early_record
     Mode.DECRYPT: TlsConnection._decrypt_record,
+    Mode.TRIAL: TlsConnection._trial_record,
     Mode.OPAQUE: TlsConnection._opaque_record,
     Mode.LOST: TlsConnection._opaque_record,
 }
