@@ -480,7 +480,8 @@ def test_unparsed_families_are_named(capsys: pytest.CaptureFixture[str]) -> None
     ]
     assert main(["calls", *inputs, "--no-progress"]) == 0
     out = capsys.readouterr().out
-    assert "0 calls: 5 exchanges, none of a parsed API (OpenAI, Anthropic, Bedrock, MCP, A2A)" in out
+    parsed = "OpenAI, Anthropic, Bedrock, MCP, A2A"
+    assert f"0 calls: 5 exchanges, none of a parsed API ({parsed})" in out
     assert "3 exchanges look like Gemini streamGenerateContent (not parsed yet): e1, e2, e3" in out
     assert "1 exchange looks like Bedrock CountTokens (not parsed yet): e4" in out
     assert "1 exchange looks like OpenAI Realtime over WebSocket (not parsed yet): e5" in out
