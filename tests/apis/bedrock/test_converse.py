@@ -444,3 +444,38 @@ def test_vendor_of_model_ids(model: str, vendor: str | None) -> None:
 
 if __name__ == "__main__":
     regenerate()
+
+
+def test_anthropic_bodies_on_invoke_stay_anthropic_messages() -> None:
+    """Anthropic Messages through InvokeModel is the Anthropic family's call (provider
+    bedrock.anthropic): also when the cassette lost the request body."""
+    response = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude",
+        "content": [{"type": "text", "text": "hi"}],
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": 1, "output_tokens": 1},
+    }
+    path = "/model/anthropic.claude-3-haiku-20240307-v1%3A0/invoke"
+    for request in (
+        {"anthropic_version": "bedrock-2023-05-31", "max_tokens": 5, "messages": []},
+        None,
+    ):
+        x = frames.exchange(path, request, json.dumps(response).encode())
+        call = recognize(x, "c1")
+        assert call is not None and (call.api, call.provider) == (
+            "anthropic.messages",
+            "bedrock.anthropic",
+        )
+
+
+def test_unknown_vendor_body_is_kept_whole() -> None:
+    body = {"answer": "42", "tokens": 3}
+    x = frames.exchange("/model/acme.model-v1/invoke", {"question": "?"}, json.dumps(body).encode())
+    call = recognize(x, "c1")
+    assert call is not None and call.api == "bedrock.invoke" and call.complete
+    assert call.output_messages[0].parts == [GenericPart(type="invoke_body", fields=body)]
+    assert [d.code for d in call.diagnostics] == ["bedrock.invoke.unknown_body"]
+    assert call.request_params == {"question": "?"}

@@ -69,9 +69,13 @@ _METRICS = "amazon-bedrock-invocationMetrics"
 _BEDROCK_PREFIX = "amazon-bedrock-"
 
 
-def _anthropic_body(req: Json) -> bool:
-    return isinstance(req, dict) and (
-        "anthropic_version" in req or ("prompt" in req and "max_tokens_to_sample" in req)
+def _anthropic_body(body: Json) -> bool:
+    """An Anthropic request (``anthropic_version``, or a legacy ``prompt`` with
+    ``max_tokens_to_sample``) or response (``type`` ``message`` or ``completion``)."""
+    return isinstance(body, dict) and (
+        "anthropic_version" in body
+        or ("prompt" in body and "max_tokens_to_sample" in body)
+        or body.get("type") in ("message", "completion")
     )
 
 
@@ -82,7 +86,7 @@ class InvokeFamily:
         route = route_of(view)
         if route is None or route.operation not in ("invoke", "invoke-with-response-stream"):
             return -1.0
-        if _anthropic_body(view.request_json):
+        if _anthropic_body(view.request_json) or _anthropic_body(view.response_json):
             return -1.0  # Anthropic Messages / Text Completions on Bedrock
         return 0.9
 
@@ -163,7 +167,7 @@ def _body(body: dict[str, Json], call: Call) -> bool:
             call.usage = Usage(input_tokens=tokens, raw={"inputTextTokenCount": tokens})
         return True
     else:
-        _pieces_messages(call, text_pieces(kind, body), PartsAccumulator())
+        _pieces_messages(call, text_pieces(kind, body))
         call.usage = vendor_usage(kind, body)
         _identity(call, body)
         extras = _response_extras(kind, body)
@@ -241,12 +245,15 @@ def _header_usage(view: ExchangeView) -> Usage | None:
     )
 
 
-def _pieces_messages(call: Call, pieces: list[Piece], acc: PartsAccumulator) -> None:
-    """Text pieces (a whole body's, or a stream's in order) into one message per choice."""
+def _pieces_messages(call: Call, pieces: list[Piece]) -> None:
+    """Text pieces (a whole body's, or a stream's in order) into one message per choice,
+    each through the shared parts accumulator."""
     by_choice: dict[int, PartsAccumulator] = {}
     finishes: dict[int, str] = {}
     for i, piece in enumerate(pieces):
-        choice = by_choice.setdefault(piece.index, acc if not by_choice else PartsAccumulator())
+        choice = by_choice.get(piece.index)
+        if choice is None:
+            choice = by_choice[piece.index] = PartsAccumulator(location=f"choice {piece.index}")
         if piece.reasoning is not None:
             choice.reasoning("reasoning", piece.reasoning)
         if piece.text is not None:
@@ -260,6 +267,8 @@ def _pieces_messages(call: Call, pieces: list[Piece], acc: PartsAccumulator) -> 
         for index, choice in sorted(by_choice.items())
     ]
     call.finish_reasons = [finishes[i] for i in sorted(finishes)]
+    for choice in by_choice.values():
+        call.diagnostics.extend(choice.diagnostics)
 
 
 # -- streams ----------------------------------------------------------------------------------
@@ -320,7 +329,7 @@ def _parse_stream(view: ExchangeView, call: Call) -> None:
         finish(converse, call)
         ended = converse.ended
     else:
-        _pieces_messages(call, pieces, PartsAccumulator(location=location))
+        _pieces_messages(call, pieces)
         call.error = converse.error
         ended = bool(call.finish_reasons) or metrics is not None or converse.error is not None
         if converse.extras:
