@@ -143,3 +143,28 @@ def test_chunks_of_any_bytes(chunks: list[bytes]) -> None:
         body,
         "application/vnd.amazon.eventstream",
     )
+
+
+def test_counts_that_are_no_integers_stay_unknown() -> None:
+    """Campaign finding (api_bedrock): a float count of 1e308 became an int orjson cannot
+    write; and a count header of 30 digits likewise."""
+    body = b'{"generation":"x","prompt_token_count":1e+308,"generation_token_count":10}'
+    x = frames.exchange(
+        "/model/meta.llama3/invoke",
+        {"prompt": "x"},
+        body,
+        headers=[("x-amzn-bedrock-input-token-count", "9" * 30)],
+    )
+    call = recognize(x, "k1")
+    assert call is not None and call.usage is not None
+    assert (call.usage.input_tokens, call.usage.output_tokens) == (None, 10)
+    orjson.dumps(call.to_json())
+    x = frames.exchange(
+        "/model/mistral.x/invoke",
+        {"prompt": "x"},
+        b'{"outputs":[{"text":"a"}]}',
+        headers=[("x-amzn-bedrock-input-token-count", "9" * 30)],
+    )
+    call = recognize(x, "k1")
+    assert call is not None and call.usage is not None and call.usage.input_tokens is None
+    orjson.dumps(call.to_json())

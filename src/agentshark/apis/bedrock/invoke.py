@@ -239,10 +239,17 @@ def _header_usage(view: ExchangeView) -> Usage | None:
     if out is not None:
         raw["x-amzn-bedrock-output-token-count"] = out
     return Usage(
-        input_tokens=int(given) if given and given.isdigit() else None,
-        output_tokens=int(out) if out and out.isdigit() else None,
+        input_tokens=_header_count(given),
+        output_tokens=_header_count(out),
         raw=raw,
     )
+
+
+def _header_count(value: str | None) -> int | None:
+    """A token count header: ASCII digits, at most 18 (a count, not a 64-bit overflow)."""
+    if value is None or not value.isascii() or not value.isdigit() or len(value) > 18:
+        return None
+    return int(value)
 
 
 def _pieces_messages(call: Call, pieces: list[Piece]) -> None:

@@ -96,13 +96,17 @@ def vendor_of(model: str) -> str | None:
     return head or None
 
 
+_EXACT = 2**53  # floats are exact integers up to here (IEEE 754 binary64)
+
+
 def count(value: Json) -> int | None:
-    """A token count: an int, or a float with no fraction (Titan streams send ``28.0``)."""
+    """A token count: an int, or a float with no fraction (Titan streams send ``28.0``) that
+    is an exact integer (``1e308`` is not a count)."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
         return value
-    if isinstance(value, float) and value.is_integer():
+    if isinstance(value, float) and value.is_integer() and abs(value) <= _EXACT:
         return int(value)
     return None
 
