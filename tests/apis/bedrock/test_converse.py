@@ -479,3 +479,135 @@ def test_unknown_vendor_body_is_kept_whole() -> None:
     assert call.output_messages[0].parts == [GenericPart(type="invoke_body", fields=body)]
     assert [d.code for d in call.diagnostics] == ["bedrock.invoke.unknown_body"]
     assert call.request_params == {"question": "?"}
+
+
+# -- vendor bodies the corpus does not hold (shapes from the AWS user guide's model parameters)
+
+
+def invoke_call(model: str, request: object, response: object) -> Call:
+    x = frames.exchange(f"/model/{model}/invoke", request, json.dumps(response).encode())
+    call = recognize(x, "c1")
+    assert call is not None and call.api == "bedrock.invoke"
+    return call
+
+
+def test_deepseek_r1_body() -> None:
+    body = {"choices": [{"text": "<think>hm</think>4", "stop_reason": "stop"}]}
+    call = invoke_call("us.deepseek.r1-v1%3A0", {"prompt": "2+2?", "max_tokens": 9}, body)
+    assert call.operation == "text_completion"
+    assert call.output_messages[0].parts == [TextPart(content="<think>hm</think>4")]
+    assert call.finish_reasons == ["stop"] and call.request_params == {"max_tokens": 9}
+
+
+def test_openai_compatible_chat_body_with_reasoning_and_tool_calls() -> None:
+    message = {
+        "role": "assistant",
+        "content": None,
+        "reasoning_content": "think",
+        "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"a":1}'}}
+        ],
+    }
+    body = {
+        "id": "chatcmpl-1",
+        "model": "openai.gpt-oss-120b-1:0",
+        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
+        "usage": {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12},
+    }
+    request = {
+        "messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "tool", "tool_call_id": "c0", "content": "r"},
+        ]
+    }
+    call = invoke_call("openai.gpt-oss-120b-1%3A0", request, body)
+    assert call.operation == "chat" and call.response_id == "chatcmpl-1"
+    assert [m.role for m in call.input_messages] == ["user", "tool"]
+    assert call.input_messages[1].parts == [ToolCallResponsePart(id="c0", response="r")]
+    reasoning, tool = call.output_messages[0].parts
+    assert reasoning == ReasoningPart(content="think")
+    assert tool == ToolCallPart(id="c1", name="f", arguments={"a": 1}, arguments_raw='{"a":1}')
+    assert call.finish_reasons == ["tool_calls"]
+    assert call.usage is not None and call.usage.total_tokens == 12
+
+
+def test_cohere_command_r_tool_calls_and_history() -> None:
+    request = {
+        "message": "weather?",
+        "preamble": "be brief",
+        "chat_history": [
+            {"role": "USER", "message": "hi"},
+            {"role": "CHATBOT", "message": "hello"},
+        ],
+        "tools": [{"name": "weather"}],
+    }
+    body = {
+        "text": "",
+        "generation_id": "g1",
+        "finish_reason": "COMPLETE",
+        "tool_calls": [{"name": "weather", "parameters": {"city": "Paris"}}],
+    }
+    call = invoke_call("cohere.command-r-v1%3A0", request, body)
+    assert [m.role for m in call.input_messages] == ["USER", "CHATBOT", "user"]
+    assert call.system_instructions == [TextPart(content="be brief")]
+    assert call.tool_definitions == [{"name": "weather"}]
+    parts = call.output_messages[0].parts
+    assert parts[1] == ToolCallPart(id=None, name="weather", arguments={"city": "Paris"})
+    assert call.response_id == "g1" and call.finish_reasons == ["COMPLETE"]
+
+
+@pytest.mark.parametrize(
+    ("model", "chunks", "text", "finish"),
+    [
+        (
+            "meta.llama3-8b-instruct-v1%3A0",
+            [
+                {"generation": "Hel", "stop_reason": None},
+                {"generation": "lo", "stop_reason": "stop"},
+            ],
+            "Hello",
+            "stop",
+        ),
+        (
+            "mistral.mistral-7b-instruct-v0%3A2",
+            [
+                {"outputs": [{"text": "Hel", "stop_reason": None}]},
+                {"outputs": [{"text": "lo", "stop_reason": "length"}]},
+            ],
+            "Hello",
+            "length",
+        ),
+    ],
+)
+def test_text_vendor_streams(
+    model: str, chunks: list[dict[str, object]], text: str, finish: str
+) -> None:
+    metrics = {"amazon-bedrock-invocationMetrics": {"inputTokenCount": 3, "outputTokenCount": 2}}
+    last = {**chunks[-1], **metrics}
+    body = b"".join(frames.chunk(c) for c in [*chunks[:-1], last])
+    x = frames.exchange(
+        f"/model/{model}/invoke-with-response-stream",
+        {"prompt": "x"},
+        body,
+        content_type="application/vnd.amazon.eventstream",
+    )
+    call = recognize(x, "c1")
+    assert call is not None and call.api == "bedrock.invoke" and call.complete
+    assert call.output_messages[0].parts == [TextPart(content=text)]
+    assert call.finish_reasons == [finish]
+    assert call.usage is not None and (call.usage.input_tokens, call.usage.output_tokens) == (3, 2)
+    assert (
+        call.extras["response"]["invocationMetrics"] == metrics["amazon-bedrock-invocationMetrics"]
+    )
+
+
+def test_invoke_stream_cut_before_its_end_is_incomplete() -> None:
+    body = frames.chunk({"outputText": "Hel", "index": 0})
+    x = frames.exchange(
+        "/model/amazon.titan-text-express-v1/invoke-with-response-stream",
+        {"inputText": "x"},
+        body,
+        content_type="application/vnd.amazon.eventstream",
+    )
+    call = recognize(x, "c1")
+    assert call is not None and not call.complete and call.finish_reasons == []
