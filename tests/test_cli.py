@@ -459,7 +459,7 @@ GEMINI = (
 )
 BEDROCK = (
     CORPUS / "pydantic__pydantic-ai/tests/models/cassettes/test_bedrock/"
-    "test_bedrock_model_stream.yaml"
+    "test_bedrock_inference_profile_count_tokens.yaml"
 )
 REALTIME = CAPTURES / "ws_realtime_plain" / "capture.pcap"
 
@@ -475,14 +475,15 @@ def test_unparsed_families_are_named(capsys: pytest.CaptureFixture[str]) -> None
             "name": "Gemini streamGenerateContent",
             "exchanges": ["e1", "e2", "e3"],
         },
-        {"api": "bedrock.converse", "name": "Bedrock ConverseStream", "exchanges": ["e4"]},
+        {"api": "bedrock.count_tokens", "name": "Bedrock CountTokens", "exchanges": ["e4"]},
         {"api": "openai.realtime", "name": "OpenAI Realtime over WebSocket", "exchanges": ["e5"]},
     ]
     assert main(["calls", *inputs, "--no-progress"]) == 0
     out = capsys.readouterr().out
-    assert "0 calls: 5 exchanges, none of a parsed API (OpenAI, Anthropic, MCP, A2A)" in out
+    parsed = "OpenAI, Anthropic, Bedrock, MCP, A2A"
+    assert f"0 calls: 5 exchanges, none of a parsed API ({parsed})" in out
     assert "3 exchanges look like Gemini streamGenerateContent (not parsed yet): e1, e2, e3" in out
-    assert "1 exchange looks like Bedrock ConverseStream (not parsed yet): e4" in out
+    assert "1 exchange looks like Bedrock CountTokens (not parsed yet): e4" in out
     assert "1 exchange looks like OpenAI Realtime over WebSocket (not parsed yet): e5" in out
     assert main(["analyze", *inputs, "--no-progress"]) == 0
     out = capsys.readouterr().out

@@ -401,11 +401,40 @@ def _bodies(add: Any) -> None:
             add(framing_target[framing], [body[: 2 * CUT]])
     for seed in anthropic_endpoints():
         add("api_anthropic_endpoints", seed)
+    for seed in bedrock_seeds():
+        add("api_bedrock", seed)
     text = b'{"id":"x","choices":[{"delta":{"content":"hello"}}]}\n' * 20
     for seed in encoded(text):
         add("content", seed)
     add("json_array", [b'[{"candidates":[{"content":{"parts":[{"text":"a"}]}}]},\r\n{"x":1}]'])
     add("ndjson", [b'{"message":{"content":"a"},"done":false}\n{"done":true}\n'])
+
+
+# Bedrock exchanges of the corpus, one per shape: Converse, ConverseStream with a tool call,
+# Nova and Titan invoke streams, Llama and Cohere invoke bodies, a 400
+BEDROCK_SEEDS = (
+    "pydantic__pydantic-ai/tests/models/cassettes/test_bedrock/test_bedrock_model_stream.yaml",
+    "open-telemetry__opentelemetry-python-contrib/instrumentation/opentelemetry-instrumentation-"
+    "botocore/tests/cassettes/test_converse_stream_with_content_tool_call.yaml",
+    "open-telemetry__opentelemetry-python-contrib/instrumentation/opentelemetry-instrumentation-"
+    "botocore/tests/cassettes/test_invoke_model_with_content[meta.llama].yaml",
+    "open-telemetry__opentelemetry-python-contrib/instrumentation/opentelemetry-instrumentation-"
+    "botocore/tests/cassettes/test_invoke_model_with_content[cohere.command-r].yaml",
+    "traceloop__openllmetry/packages/opentelemetry-instrumentation-bedrock/tests/traces/"
+    "cassettes/test_nova/test_nova_invoke_stream.yaml",
+    "traceloop__openllmetry/packages/opentelemetry-instrumentation-bedrock/tests/traces/"
+    "cassettes/test_titan/test_titan_invoke_stream.yaml",
+    "pydantic__pydantic-ai/tests/models/cassettes/test_bedrock/test_bedrock_error.yaml",
+)
+
+
+def bedrock_seeds() -> Iterator[Seed]:
+    """api_bedrock seeds: exchanges of :data:`BEDROCK_SEEDS` whose call is a Bedrock one."""
+    for ex, call in exchanges_and_calls([CORPUS / f for f in BEDROCK_SEEDS]):
+        if call is not None and call.api.startswith("bedrock."):
+            seed = exchange_seed(ex)
+            if seed is not None:
+                yield seed
 
 
 def anthropic_endpoints() -> Iterator[Seed]:

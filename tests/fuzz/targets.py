@@ -562,6 +562,16 @@ H2_TOKENS = (
     b"\x3f\xe1\x1f",  # dynamic table size update
     b"\x7f\xff\xff\xff\x0f",
 )
+EVENTSTREAM_TOKENS = (  # AWS event stream header names and values, Bedrock event names
+    b"\x0d:message-type\x07\x00\x05event",
+    b"\x0d:message-type\x07\x00\x09exception",
+    b"\x0b:event-type\x07\x00\x11contentBlockDelta",
+    b"\x0f:exception-type\x07\x00\x13throttlingException",
+    b'"contentBlockIndex":0',
+    b'"toolUse":{"input":"',
+    b'"bytes":"',
+    b"\x00\x00\x00",
+)
 TLS_TOKENS = (
     b"\x16\x03\x01",
     b"\x16\x03\x03",
@@ -585,6 +595,7 @@ API_TARGETS = {
     "completions",
     "api_mcp": "mcp (HTTP and stdio)",
     "api_a2a": "a2a (agent card, JSON-RPC, REST)",
+    "api_bedrock": "bedrock.converse, bedrock.invoke (JSON bodies and AWS event streams)",
 }
 
 
@@ -594,6 +605,8 @@ def api_target(api: str) -> str:
         return "api_" + api.replace(".", "_")
     if api in ("openai.responses", "openai.conversations"):
         return "api_openai_responses"
+    if api.startswith("bedrock."):
+        return "api_bedrock"
     return "api_anthropic_endpoints" if api.startswith("anthropic.") else "api_openai_endpoints"
 
 
@@ -707,7 +720,7 @@ TARGETS: dict[str, Target] = {
                 name=name,
                 run=t_api,
                 parts=3,
-                tokens=(*JSON_TOKENS, *SSE_TOKENS),
+                tokens=(*JSON_TOKENS, *(EVENTSTREAM_TOKENS if "bedrock" in name else SSE_TOKENS)),
                 doc=f"apis: {apis}",
             )
             for name, apis in API_TARGETS.items()

@@ -6,10 +6,10 @@ whose common fields (timing, provider request ids, trace context) are already se
 claim wins; no claim leaves a plain HTTP exchange. The list below is the whole registry:
 adding a family is adding a line (no import-by-name magic).
 
-Families that are recognized but not parsed yet (:data:`UNPARSED`: Gemini, Bedrock, OpenAI
-Realtime) are named by :func:`unparsed_api` from the request's path alone, so a view can say
-"3 exchanges look like Gemini generateContent (not parsed yet)" instead of nothing; they make
-no call.
+Families that are recognized but not parsed yet (:data:`UNPARSED`: Gemini, Bedrock
+CountTokens, OpenAI Realtime) are named by :func:`unparsed_api` from the request's path
+alone, so a view can say "3 exchanges look like Gemini generateContent (not parsed yet)"
+instead of nothing; they make no call.
 
 Completeness is decided here last, from the exchange's evidence, whatever the family found:
 a call is complete only when its request and its response both arrived whole (their
@@ -38,6 +38,8 @@ from urllib.parse import unquote, urlsplit
 from agentshark.apis.a2a import calls as a2a
 from agentshark.apis.anthropic import messages as anthropic
 from agentshark.apis.appids import header_app_ids
+from agentshark.apis.bedrock import converse as bedrock_converse
+from agentshark.apis.bedrock import invoke as bedrock_invoke
 from agentshark.apis.family import ApiFamily
 from agentshark.apis.mcp import calls as mcp
 from agentshark.apis.model import Call, Timing
@@ -70,6 +72,8 @@ FAMILIES: tuple[ApiFamily, ...] = (
     *anthropic.FAMILIES,
     *mcp.FAMILIES,
     *a2a.FAMILIES,
+    *bedrock_converse.FAMILIES,
+    *bedrock_invoke.FAMILIES,
 )
 
 
@@ -120,19 +124,6 @@ UNPARSED: tuple[UnparsedApi, ...] = (
         names={
             "embedContent": "Gemini embedContent",
             "batchEmbedContents": "Gemini batchEmbedContents",
-        },
-    ),
-    UnparsedApi(
-        api="bedrock.converse",
-        pattern=re.compile(r"/model/.+/(?P<op>converse|converse-stream)$"),
-        names={"converse": "Bedrock Converse", "converse-stream": "Bedrock ConverseStream"},
-    ),
-    UnparsedApi(
-        api="bedrock.invoke",
-        pattern=re.compile(r"/model/.+/(?P<op>invoke|invoke-with-response-stream)$"),
-        names={
-            "invoke": "Bedrock InvokeModel",
-            "invoke-with-response-stream": "Bedrock InvokeModelWithResponseStream",
         },
     ),
     UnparsedApi(

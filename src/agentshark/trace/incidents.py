@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from agentshark.apis.model import Call
+from agentshark.trace import incident_rules_bedrock as bedrock_rules
 from agentshark.trace import incident_rules_calls as calls_rules
 from agentshark.trace import incident_rules_tools as tool_rules
 from agentshark.trace.history import HistoryLink
@@ -54,6 +55,7 @@ RULES: tuple[Rule, ...] = (
     calls_rules.stream_unfinished,
     calls_rules.output_content_filter,
     calls_rules.anthropic_max_tokens_missing,
+    *bedrock_rules.RULES,
     calls_rules.history_reasoning_changed,
     tool_rules.history_tool_call_altered,
     calls_rules.retry_no_backoff,
