@@ -7,9 +7,9 @@ claim wins; no claim leaves a plain HTTP exchange. The list below is the whole r
 adding a family is adding a line (no import-by-name magic).
 
 Families that are recognized but not parsed yet (:data:`UNPARSED`: the Gemini Interactions
-API, Bedrock, OpenAI Realtime) are named by :func:`unparsed_api` from the request's path alone, so a view can say
-"3 exchanges look like Gemini generateContent (not parsed yet)" instead of nothing; they make
-no call.
+API, Bedrock, OpenAI Realtime) are named by :func:`unparsed_api` from the request's path
+alone, so a view can say "3 exchanges look like Bedrock Converse (not parsed yet)" instead of
+nothing; they make no call.
 
 Completeness is decided here last, from the exchange's evidence, whatever the family found:
 a call is complete only when its request and its response both arrived whole (their
