@@ -114,11 +114,14 @@ def _not_recognized(view: ExchangeView, call: Call, body: Json) -> None:
     )
 
 
-def _resource_body(view: ExchangeView, call: Call) -> dict[str, Json] | None:
-    """A whole response: its object (unwrapped), or None after recording its error."""
+def _resource_body(
+    view: ExchangeView, call: Call, *, empty_ok: bool = False
+) -> dict[str, Json] | None:
+    """A whole response: its object (unwrapped), or None after recording its error.
+    ``empty_ok``: an empty successful body is a whole answer (a resumable upload's start)."""
     body = view.response_json
     status = view.status
-    if not view.response_body.strip() and (status is None or status < 400):
+    if empty_ok and not view.response_body.strip() and (status is None or status < 400):
         call.complete = view.exchange.complete  # nothing to say (a resumable upload's start)
         return None
     if isinstance(body, dict):
@@ -239,7 +242,7 @@ class _ResourceFamily:
             model = req.get("model") if isinstance(req, dict) else None
             if isinstance(model, str):
                 call.request_model = model.removeprefix("models/")
-        body = _resource_body(view, call)
+        body = _resource_body(view, call, empty_ok=True)
         if body is not None:
             name = body.get("name")
             if isinstance(name, str):
