@@ -15,59 +15,15 @@ from agentshark.apis.registry import recognize
 from tests.helpers import http_exchange
 
 KEYS = st.sampled_from(
-    [
-        "candidates",
-        "content",
-        "parts",
-        "role",
-        "text",
-        "thought",
-        "thoughtSignature",
-        "thought_signature",
-        "functionCall",
-        "function_call",
-        "functionResponse",
-        "name",
-        "args",
-        "id",
-        "response",
-        "inlineData",
-        "mimeType",
-        "data",
-        "fileData",
-        "fileUri",
-        "executableCode",
-        "codeExecutionResult",
-        "toolCall",
-        "toolResponse",
-        "toolType",
-        "finishReason",
-        "index",
-        "usageMetadata",
-        "promptTokenCount",
-        "candidatesTokenCount",
-        "thoughtsTokenCount",
-        "modelVersion",
-        "responseId",
-        "promptFeedback",
-        "blockReason",
-        "error",
-        "code",
-        "message",
-        "status",
-        "details",
-        "contents",
-        "systemInstruction",
-        "tools",
-        "functionDeclarations",
-        "generationConfig",
-        "request",
-        "model",
-        "totalTokens",
-        "embedding",
-        "embeddings",
-        "values",
-    ]  # fmt: skip
+    (
+        "candidates content parts role text thought thoughtSignature thought_signature "
+        "functionCall function_call functionResponse name args id response inlineData mimeType "
+        "data fileData fileUri executableCode codeExecutionResult toolCall toolResponse toolType "
+        "finishReason index usageMetadata promptTokenCount candidatesTokenCount "
+        "thoughtsTokenCount modelVersion responseId promptFeedback blockReason error code "
+        "message status details contents systemInstruction tools functionDeclarations "
+        "generationConfig request model totalTokens embedding embeddings values"
+    ).split()
 )
 SCALARS = st.none() | st.booleans() | st.integers(-3, 20) | st.text(max_size=8) | st.floats()
 JSON = st.recursive(
