@@ -15,7 +15,7 @@ from agentshark.apis.registry import recognize
 from tests.helpers import http_exchange
 
 KEYS = st.sampled_from(
-    (
+    (  # noqa: SIM905 - words read better
         "candidates content parts role text thought thoughtSignature thought_signature "
         "functionCall function_call functionResponse name args id response inlineData mimeType "
         "data fileData fileUri executableCode codeExecutionResult toolCall toolResponse toolType "
