@@ -596,6 +596,8 @@ API_TARGETS = {
     "api_mcp": "mcp (HTTP and stdio)",
     "api_a2a": "a2a (agent card, JSON-RPC, REST)",
     "api_bedrock": "bedrock.converse, bedrock.invoke (JSON bodies and AWS event streams)",
+    "api_gemini": "gemini.generate_content (whole, alt=sse, JSON array), count_tokens, "
+    "embed_content, models, cached_contents, files",
 }
 
 
@@ -607,6 +609,8 @@ def api_target(api: str) -> str:
         return "api_openai_responses"
     if api.startswith("bedrock."):
         return "api_bedrock"
+    if api.startswith("gemini."):
+        return "api_gemini"
     return "api_anthropic_endpoints" if api.startswith("anthropic.") else "api_openai_endpoints"
 
 

@@ -85,6 +85,18 @@ def cassettes() -> list[Path]:
     return out
 
 
+# error incidents real traffic does carry, each with what the client did
+KNOWN_ERRORS = {
+    (
+        "test_cross_provider_capability_replay[google-gemini-3-flash-preview-anthropic-"
+        "claude-sonnet-4-5].yaml",
+        "history.tool_call_altered",
+    ): "pydantic-ai, moving the run from Gemini to Anthropic, replays Gemini's load_capability "
+    "call 0usajhl5 and adds a search_tools call of its own under the same id 0usajhl5 (seen "
+    "once Gemini calls were parsed)",
+}
+
+
 @pytest.mark.skipif(not (CORPUS / "manifest.jsonl").exists(), reason="corpus absent")
 def test_every_tool_cassette_gives_consistent_traces() -> None:
     """Over every cassette with tool calls: every call is in exactly one trace, a tool result
@@ -101,4 +113,5 @@ def test_every_tool_cassette_gives_consistent_traces() -> None:
                 if span.kind == "tool" and span.result_in and span.requested_by:
                     assert order[span.result_in] > order[span.requested_by], path
         errors.extend((path.name, i.rule) for i in a.incidents if i.severity == "error")
-    assert errors == []
+    assert [e for e in errors if e not in KNOWN_ERRORS] == []
+    assert set(KNOWN_ERRORS) <= set(errors)

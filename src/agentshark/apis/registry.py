@@ -6,10 +6,10 @@ whose common fields (timing, provider request ids, trace context) are already se
 claim wins; no claim leaves a plain HTTP exchange. The list below is the whole registry:
 adding a family is adding a line (no import-by-name magic).
 
-Families that are recognized but not parsed yet (:data:`UNPARSED`: Gemini, Bedrock
-CountTokens, OpenAI Realtime) are named by :func:`unparsed_api` from the request's path
-alone, so a view can say "3 exchanges look like Gemini generateContent (not parsed yet)"
-instead of nothing; they make no call.
+Families that are recognized but not parsed yet (:data:`UNPARSED`: the Gemini Interactions
+API, Bedrock CountTokens, OpenAI Realtime) are named by :func:`unparsed_api` from the
+request's path alone, so a view can say "3 exchanges look like OpenAI Realtime over WebSocket
+(not parsed yet)" instead of nothing; they make no call.
 
 Completeness is decided here last, from the exchange's evidence, whatever the family found:
 a call is complete only when its request and its response both arrived whole (their
@@ -41,6 +41,7 @@ from agentshark.apis.appids import header_app_ids
 from agentshark.apis.bedrock import converse as bedrock_converse
 from agentshark.apis.bedrock import invoke as bedrock_invoke
 from agentshark.apis.family import ApiFamily
+from agentshark.apis.gemini import generate as gemini
 from agentshark.apis.mcp import calls as mcp
 from agentshark.apis.model import Call, Timing
 from agentshark.apis.openai import chat as openai_chat
@@ -70,6 +71,7 @@ FAMILIES: tuple[ApiFamily, ...] = (
     *openai_chat.FAMILIES,
     *openai_responses.FAMILIES,
     *anthropic.FAMILIES,
+    *gemini.FAMILIES,
     *mcp.FAMILIES,
     *a2a.FAMILIES,
     *bedrock_converse.FAMILIES,
@@ -98,33 +100,17 @@ class UnparsedApi:
     websocket: bool = False  # only a WebSocket upgrade (GET + Upgrade: websocket) counts
 
 
-# Paths, from the vendors' API references: Gemini `models/{model}:generateContent`
-# (https://ai.google.dev/api/generate-content), also under Vertex `publishers/google/models/`
-# and Code Assist `v1internal:`; Bedrock Runtime `/model/{modelId}/converse` and friends
+# Paths, from the vendors' API references: the Gemini Interactions API
+# `/v1beta/interactions` (https://ai.google.dev/api/interactions-api); Bedrock Runtime
+# `/model/{modelId}/converse` and friends
 # (https://docs.aws.amazon.com/bedrock/latest/APIReference/API_Operations_Amazon_Bedrock_Runtime.html);
 # OpenAI Realtime: a WebSocket to `/v1/realtime` and the WebRTC `/v1/realtime/calls`,
 # `/v1/realtime/client_secrets` (https://platform.openai.com/docs/api-reference/realtime).
 UNPARSED: tuple[UnparsedApi, ...] = (
     UnparsedApi(
-        api="gemini.generate_content",
-        pattern=re.compile(r":(?P<op>generateContent|streamGenerateContent)$"),
-        names={
-            "generateContent": "Gemini generateContent",
-            "streamGenerateContent": "Gemini streamGenerateContent",
-        },
-    ),
-    UnparsedApi(
-        api="gemini.count_tokens",
-        pattern=re.compile(r"(?:models/[^/]+|v1internal):(?P<op>countTokens)$"),
-        names={"countTokens": "Gemini countTokens"},
-    ),
-    UnparsedApi(
-        api="gemini.embed_content",
-        pattern=re.compile(r"models/[^/]+:(?P<op>embedContent|batchEmbedContents)$"),
-        names={
-            "embedContent": "Gemini embedContent",
-            "batchEmbedContents": "Gemini batchEmbedContents",
-        },
+        api="gemini.interactions",
+        pattern=re.compile(r"/v1(?:alpha|beta)/(?P<op>interactions)(?:/[^/]+)?$"),
+        names={"interactions": "Gemini Interactions API"},
     ),
     UnparsedApi(
         api="bedrock.count_tokens",
@@ -158,7 +144,13 @@ def unparsed_api(exchange: Exchange) -> tuple[str, str] | None:
         return None
     target = req.target
     path = target.partition("?")[0] if target.startswith("/") else urlsplit(req.url).path
-    if "%" not in path and ":" not in path and "/model/" not in path and "/realtime" not in path:
+    if (
+        "%" not in path
+        and ":" not in path
+        and "/model/" not in path
+        and "/realtime" not in path
+        and "/interactions" not in path
+    ):
         return None  # the common case: a few looks at the path
     if "%" in path:
         path = unquote(path)  # Bedrock model ids are URL-encoded (anthropic.claude%3A0)

@@ -22,7 +22,10 @@ request's own client span. Nothing else is guessed: no grouping by time, nor by 
 connection (which carries any number of sessions).
 
 Tool spans: one per tool call in a model call's output. ``result_in`` is the first later
-model call whose input carries a tool result with that id; ``execution`` the observed call
+model call whose input carries a tool result with that id (for a tool call without an id, as
+Gemini and Ollama send them: the first call continuing this one, the result found by the id
+the client gave the call in its replay, else by name and position, the join's detail saying
+which: :func:`_results_by_position`); ``execution`` the observed call
 that ran it, with ``attributes["execution_evidence"]`` and ``["confidence"]`` (1.0 when the
 name and arguments are equal, 0.8 when the MCP tool name is a suffix of the model's, 0.6 for
 an HTTP request holding every argument value); ``inferred`` when none was seen (then the span
@@ -39,7 +42,14 @@ from urllib.parse import unquote_plus, urlsplit
 import orjson
 
 from agentshark.apis.appids import name_kind
-from agentshark.apis.model import Call, Json, TextPart, ToolCallPart, ToolCallResponsePart
+from agentshark.apis.model import (
+    Call,
+    Json,
+    Message,
+    TextPart,
+    ToolCallPart,
+    ToolCallResponsePart,
+)
 from agentshark.trace.context import TraceParent, parse_traceparent
 from agentshark.trace.history import HistoryLink, is_model_call
 from agentshark.trace.model import Trace
@@ -110,7 +120,7 @@ def build_traces(
                 {"origin": link.origin, "calls": [link.previous, cid], "detail": link.evidence},
             )
     model_calls = [c for _, c in ordered if is_model_call(c)]
-    tools = _tool_spans(model_calls, [c for _, c in ordered], http, groups, model_hosts)
+    tools = _tool_spans(model_calls, [c for _, c in ordered], http, groups, model_hosts, links)
     _join_ids(groups, by_id.values())
     if connection_of:
         _join_stdio_sessions(groups, by_id.values(), connection_of)
@@ -247,6 +257,7 @@ def _tool_spans(
     http: Sequence[HttpRequest],
     groups: _Groups,
     model_hosts: Collection[str],
+    links: Mapping[str, HistoryLink],
 ) -> list[ToolUse]:
     results: dict[str, list[tuple[Call, Json]]] = {}
     for call in model_calls:
@@ -255,12 +266,16 @@ def _tool_spans(
                 if isinstance(part, ToolCallResponsePart) and part.id is not None:
                     results.setdefault(part.id, []).append((call, part.response))
     executors = [c for c in calls if _is_execution(c)]
+    unnamed = _results_by_position(model_calls, links)
     used: set[str] = set()
     out: list[ToolUse] = []
     for call in model_calls:
         asked = [p for m in call.output_messages for p in m.parts if isinstance(p, ToolCallPart)]
-        for part in asked:
+        for n, part in enumerate(asked):
             result_in, result = _result_for(part, call, results)
+            detail = f"tool call {part.id} answered in {result_in.id}'s input" if result_in else ""
+            if part.id is None and (call.id, n) in unnamed:
+                result_in, result, detail = unnamed[call.id, n]
             tool = ToolUse(part, call, result_in, result, None, None, None)
             start = call.timing.ended or call.timing.started
             end = result_in.timing.started if result_in is not None else None
@@ -281,7 +296,7 @@ def _tool_spans(
                     {
                         "origin": "tool_call",
                         "calls": [call.id, result_in.id],
-                        "detail": f"tool call {part.id} answered in {result_in.id}'s input",
+                        "detail": detail,
                     },
                 )
             out.append(tool)
@@ -310,6 +325,91 @@ def _is_execution(call: Call) -> bool:
         "message/send",
         "message/stream",
     )
+
+
+def _results_by_position(
+    model_calls: Sequence[Call], links: Mapping[str, HistoryLink]
+) -> dict[tuple[str, int], tuple[Call, Json, str]]:
+    """The results of tool calls that came without an id (Gemini, Ollama), as
+    ``(call id, place among its output's tool calls) -> (call, result, how)``.
+
+    The result is in the first later call that continues the call (its history link): there
+    the client replays the model's turn, then sends the results. A tool call is answered by
+    the result that carries the id the client gave the call in its replay (pydantic-ai adds
+    ids of its own), else by name and position: the n-th call of a name in the model's turn
+    by the n-th result of that name (``provider_details["name"]`` of an id-less result) after
+    the replay."""
+    by_id = {c.id: c for c in model_calls}
+    first: dict[str, Call] = {}
+    for call in model_calls:
+        link = links.get(call.id)
+        if link is not None and link.previous in by_id:
+            first.setdefault(link.previous, call)
+    out: dict[tuple[str, int], tuple[Call, Json, str]] = {}
+    for previous_id, later in first.items():
+        asked = [
+            p
+            for m in by_id[previous_id].output_messages
+            for p in m.parts
+            if isinstance(p, ToolCallPart)
+        ]
+        if all(p.id is not None for p in asked):
+            continue
+        matched = links[later.id].matched_messages
+        replayed = _by_name(_last_turn_calls(later.input_messages[:matched]))
+        answers = _answers(later.input_messages[matched:])
+        by_name = _by_name([r for r in answers if r.id is None])
+        with_id = {r.id: r for r in answers if r.id is not None}
+        seen: dict[str | None, int] = {}
+        for n, part in enumerate(asked):
+            k = seen[part.name] = seen.get(part.name, -1) + 1
+            if part.id is not None or part.provider_details.get("execution") == "server":
+                continue
+            twins = replayed.get(part.name, [])
+            twin = twins[k] if k < len(twins) else None
+            if twin is not None and twin.id in with_id:
+                how = (
+                    f"tool call {part.name} (no id; the client's replay gave it {twin.id}) "
+                    f"answered in {later.id}'s input"
+                )
+                out[previous_id, n] = (later, with_id[twin.id].response, how)
+                continue
+            same = by_name.get(part.name, [])
+            if k < len(same):
+                how = (
+                    f"by name and position: call {k} of {part.name} in {previous_id}'s output "
+                    f"(no id) answered by result {k} of {part.name} in {later.id}'s input"
+                )
+                out[previous_id, n] = (later, same[k].response, how)
+    return out
+
+
+def _last_turn_calls(messages: Sequence[Message]) -> list[ToolCallPart]:
+    """The tool calls of the assistant messages that end ``messages`` (the replayed turn)."""
+    out: list[ToolCallPart] = []
+    for message in reversed(messages):
+        if message.role != "assistant":
+            break
+        out[:0] = [p for p in message.parts if isinstance(p, ToolCallPart)]
+    return out
+
+
+def _answers(messages: Sequence[Message]) -> list[ToolCallResponsePart]:
+    """The tool results that follow a replay, up to the next assistant message."""
+    out: list[ToolCallResponsePart] = []
+    for message in messages:
+        if message.role == "assistant":
+            break
+        out.extend(p for p in message.parts if isinstance(p, ToolCallResponsePart))
+    return out
+
+
+def _by_name(parts: Iterable[ToolCallPart | ToolCallResponsePart]) -> dict[str | None, list]:  # type: ignore[type-arg]
+    out: dict[str | None, list] = {}  # type: ignore[type-arg]
+    for part in parts:
+        name = part.name if isinstance(part, ToolCallPart) else part.provider_details.get("name")
+        out.setdefault(name if isinstance(name, str) else None, []).append(part)
+    return out
 
 
 def _result_for(

@@ -51,6 +51,10 @@ A's output equals its replay in B's input:
   Only the client's own tool calls, text and media must match; the link is then not exact.
 * Chat Completions with ``n > 1``: only one choice is replayed, so each output message is
   tried on its own.
+* Tool calls without ids (Gemini, Ollama): clients replay them as the model sent them, or
+  with ids of their own (pydantic-ai's ``pyd_ai_…``). When no link is found with ids, a call
+  whose output has id-less tool calls is looked up again with every tool call id left out
+  (its input and output, and the later call's input); such a link is not exact and says so.
 * A call whose output is empty or incomplete (a cut stream) can only be matched by its input:
   B's input starting with A's input is a weaker link, said in the evidence, never exact.
 
@@ -67,7 +71,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal, assert_never
 
 import orjson
@@ -260,8 +264,8 @@ class _Turns:
     ends: list[int]  # message index just after each turn
 
 
-def _turns(head: bytes, messages: Sequence[tuple[Message, bool]]) -> _Turns:
-    """``messages`` as (message, is output) pairs."""
+def _turns(head: bytes, messages: Sequence[tuple[Message, bool]], *, ids: bool = True) -> _Turns:
+    """``messages`` as (message, is output) pairs; ``ids=False``: tool call ids left out."""
     keys: list[bytes] = []
     ends: list[int] = []
     run: list[Part] | None = None  # the parts of the assistant turn being read
@@ -269,13 +273,13 @@ def _turns(head: bytes, messages: Sequence[tuple[Message, bool]]) -> _Turns:
         role = _role(message, output=output)
         if role != ASSISTANT:
             run = None
-            keys.append(_dumps([role, _parts_key(message.parts, role=role)]))
+            keys.append(_dumps([role, _parts_key(message.parts, role=role, ids=ids)]))
         elif run is None:
             run = list(message.parts)
-            keys.append(_dumps([role, _parts_key(run, role=role)]))
+            keys.append(_dumps([role, _parts_key(run, role=role, ids=ids)]))
         else:  # continues the turn before
             run.extend(message.parts)
-            keys[-1] = _dumps([role, _parts_key(run, role=role)])
+            keys[-1] = _dumps([role, _parts_key(run, role=role, ids=ids)])
             ends.pop()
         ends.append(index + 1)
     chain = [_digest(head)]
@@ -302,6 +306,8 @@ class _ReplayIndex:
         self._full: dict[bytes, list[_Replay]] = {}
         self._input_only: dict[bytes, list[_Replay]] = {}
         self._paused: dict[bytes, list[_Replay]] = {}  # full replays of paused turns
+        # full replays, tool call ids left out, of calls whose output has id-less tool calls
+        self._idless: dict[bytes, list[_Replay]] = {}
 
     def add(self, entry: _Entry) -> None:
         call = entry.call
@@ -316,6 +322,9 @@ class _ReplayIndex:
             self._full.setdefault(turns.chain[-1], []).append(replay)
             if _PAUSED.intersection(call.finish_reasons):
                 self._paused.setdefault(turns.chain[-1], []).append(replay)
+            if _idless_calls(output):
+                idless = _turns(head, [*inputs, *((m, True) for m in output)], ids=False)
+                self._idless.setdefault(idless.chain[-1], []).append(replay)
         if not outputs or not call.complete:
             replay = _Replay(entry=entry, output=[], choice=None, input_turns=len(input_turns.ends))
             self._input_only.setdefault(input_turns.chain[-1], []).append(replay)
@@ -334,7 +343,32 @@ class _ReplayIndex:
                 found = _latest_replay(index.get(turns.chain[k], ()), entry)
                 if found is not None:
                     return _history_link(call, found, turns, k, full=full)
+        return self._find_idless(entry)
+
+    def _find_idless(self, entry: _Entry) -> HistoryLink | None:
+        """A replay that gave the model's id-less tool calls ids of the client's own."""
+        call = entry.call
+        if not self._idless or not _has_tool_call_ids(call.input_messages):
+            return None
+        turns = _turns(_head(call), [(m, False) for m in call.input_messages], ids=False)
+        for k in range(len(turns.ends) - 1, 0, -1):
+            found = _latest_replay(self._idless.get(turns.chain[k], ()), entry)
+            if found is not None:
+                link = _history_link(call, found, turns, k, full=True)
+                note = (
+                    f"; the replay gives {found.entry.call.id}'s id-less tool calls ids of "
+                    "the client's (compared without tool call ids)"
+                )
+                return replace(link, evidence=link.evidence + note)
         return None
+
+
+def _idless_calls(messages: Sequence[Message]) -> bool:
+    return any(isinstance(p, ToolCallPart) and p.id is None for m in messages for p in m.parts)
+
+
+def _has_tool_call_ids(messages: Sequence[Message]) -> bool:
+    return any(isinstance(p, ToolCallPart) and p.id is not None for m in messages for p in m.parts)
 
 
 def _latest_replay(replays: Iterable[_Replay], later: _Entry) -> _Replay | None:
@@ -442,11 +476,11 @@ def _reasoning(messages: Sequence[tuple[Message, bool]]) -> list[Json]:
     ]
 
 
-def _parts_key(parts: Iterable[Part], *, role: str | None) -> list[Json]:
+def _parts_key(parts: Iterable[Part], *, role: str | None, ids: bool = True) -> list[Json]:
     """The loose keys of ``parts``: what a replay must keep (server-side parts of an
-    assistant turn aside)."""
+    assistant turn aside); ``ids=False`` leaves tool call ids out."""
     keep = (p for p in parts if role != ASSISTANT or not _server_side(p))
-    keys = (_part_key(p, strict=False) for p in keep)
+    keys = (_part_key(p, strict=False, ids=ids) for p in keep)
     return [k for k in keys if k is not None]
 
 
@@ -468,7 +502,7 @@ def _server_side(part: Part) -> bool:
     return False
 
 
-def _part_key(part: Part, *, strict: bool) -> Json | None:
+def _part_key(part: Part, *, strict: bool, ids: bool = True) -> Json | None:
     """What a replay must keep of a part; None for what it may drop."""
     if isinstance(part, TextPart):
         text = part.content.strip()  # a replayed turn may lose the whitespace around a text
@@ -476,7 +510,7 @@ def _part_key(part: Part, *, strict: bool) -> Json | None:
     if isinstance(part, ReasoningPart):
         return None
     if isinstance(part, ToolCallPart):
-        return ["tool_call", part.id, part.name, _arguments(part)]
+        return ["tool_call", part.id if ids else None, part.name, _arguments(part)]
     if isinstance(part, ToolCallResponsePart):
         response = part.response if strict else _without_markers(part.response)
         return ["tool_call_response", part.id, response]

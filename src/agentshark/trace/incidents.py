@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from agentshark.apis.model import Call
 from agentshark.trace import incident_rules_bedrock as bedrock_rules
 from agentshark.trace import incident_rules_calls as calls_rules
+from agentshark.trace import incident_rules_gemini as gemini_rules
 from agentshark.trace import incident_rules_tools as tool_rules
 from agentshark.trace.history import HistoryLink
 from agentshark.trace.incident_rules_base import Context
@@ -64,4 +65,5 @@ RULES: tuple[Rule, ...] = (
     tool_rules.tool_call_repeated,
     calls_rules.mcp_tool_not_listed,
     calls_rules.mcp_no_response,
+    *gemini_rules.RULES,
 )
