@@ -21,7 +21,7 @@ from agentshark.pipeline import Options, run
 from tests.helpers import CAPTURES
 from tests.http.test_h2_loss import classify, exchange_key
 
-Transcript = list[tuple[int, bytes]]
+Transcript = list[tuple[int, bytes, int]]  # direction, bytes, what their segment acked
 Hole = tuple[int, int, int]  # direction, stream offset, size
 
 CASES = {
@@ -32,13 +32,14 @@ CASES = {
 
 
 def record(name: str) -> Transcript:
-    """The bytes the pipeline feeds to the capture's (one) HTTP/2 connection, in order."""
+    """The bytes the pipeline feeds to the capture's (one) HTTP/2 connection, in order,
+    with the ACK number (as an offset of the other direction) of the segment each came in."""
     fed: Transcript = []
     original = H2Connection.feed
 
-    def spy(self: H2Connection, direction: int, data: bytes, ts: float) -> Any:
-        fed.append((direction, bytes(data)))
-        return original(self, direction, data, ts)
+    def spy(self: H2Connection, direction: int, data: bytes, ts: float, acked: int = -1) -> Any:
+        fed.append((direction, bytes(data), acked))
+        return original(self, direction, data, ts, acked)
 
     keylogs = [str(CAPTURES / name / k) for k in CASES[name]]
     with mock.patch.object(H2Connection, "feed", spy):
@@ -47,9 +48,12 @@ def record(name: str) -> Transcript:
     return fed
 
 
-def replay(transcript: Transcript, hole: Hole | None = None) -> tuple[list[Exchange], list[str]]:
+def replay(
+    transcript: Transcript, hole: Hole | None = None, *, acks: bool = True
+) -> tuple[list[Exchange], list[str]]:
     """Exchanges of ``transcript`` fed to a fresh decoder, without the bytes of ``hole``
-    (reported with ``gap``); also every diagnostic message."""
+    (reported with ``gap``), with the segments' ACK numbers (``acks``) or without; also
+    every diagnostic message."""
     ids = count(1)
     asm = ExchangeAssembler(
         source=0,
@@ -62,7 +66,7 @@ def replay(transcript: Transcript, hole: Hole | None = None) -> tuple[list[Excha
     conn = H2Connection()
     out: list[Exchange] = []
     seen = [0, 0]
-    for direction, chunk in transcript:
+    for direction, chunk, acked in transcript:
         start = seen[direction]
         seen[direction] += len(chunk)
         pieces: list[bytes | int] = [chunk]
@@ -77,7 +81,7 @@ def replay(transcript: Transcript, hole: Hole | None = None) -> tuple[list[Excha
                 if piece:
                     out += asm.handle(conn.gap(direction, piece, 1.0))
             elif piece:
-                out += asm.handle(conn.feed(direction, piece, 1.0))
+                out += asm.handle(conn.feed(direction, piece, 1.0, acked if acks else -1))
     for direction in (1, 0):
         out += asm.handle(conn.end(direction, 2.0, clean=True))
     out += asm.close()
@@ -88,7 +92,7 @@ def replay(transcript: Transcript, hole: Hole | None = None) -> tuple[list[Excha
 
 def frames(transcript: Transcript, direction: int) -> list[tuple[int, int, int, int]]:
     """(offset, length, type, stream) of each frame ``direction`` sent."""
-    raw = b"".join(c for d, c in transcript if d == direction)
+    raw = b"".join(c for d, c, _ in transcript if d == direction)
     pos = len(PREFACE) if direction == 0 else 0
     found = []
     while pos + 9 <= len(raw):
@@ -126,7 +130,7 @@ def holes(transcript: Transcript, seed: int) -> list[Hole]:
             if length > 2:
                 found.append((direction, offset + 9 + rnd.randrange(length - 1), 1))
                 found.append((direction, offset + rnd.randrange(9), rnd.randrange(2, 40)))
-        total = sum(len(c) for d, c in transcript if d == direction)
+        total = sum(len(c) for d, c, _ in transcript if d == direction)
         found += [(direction, rnd.randrange(total), rnd.randrange(1, 3000)) for _ in range(20)]
     return found
 

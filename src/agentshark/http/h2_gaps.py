@@ -44,7 +44,7 @@ from __future__ import annotations
 
 from agentshark.http.events import BodyGap, HttpEvent, ParseError
 from agentshark.http.h2_blocks import block_done, block_interrupted_by, block_start
-from agentshark.http.h2_direction import FRAMES, Direction, Mode
+from agentshark.http.h2_direction import FRAMES, Direction, LostFrames, Mode, NewStreamProof
 from agentshark.http.h2_frames import (
     CONTINUATION,
     DATA,
@@ -60,7 +60,15 @@ from agentshark.http.h2_frames import (
     type_name,
 )
 
-__all__ = ["gap_label", "lose_sync", "on_gap", "report_skipped", "resync"]
+# The fewest bytes of frames that can hold a response head (a HEADERS frame whose block is
+# one indexed field, ``:status``), and that can add a dynamic table entry (a HEADERS frame
+# whose block is one literal with incremental indexing, indexed name, empty value: RFC 7541
+# §6.2.1). Fewer lost bytes cannot have done either; a size update (one byte) changes no
+# index of the entries we hold that the encoder still has.
+_SMALLEST_HEAD = 9 + 1
+_SMALLEST_INSERT = 9 + 2
+
+__all__ = ["gap_label", "lose_sync", "on_gap", "report_skipped", "resync", "settle"]
 
 
 def gap_label(d: Direction, size: int) -> str:
@@ -69,9 +77,14 @@ def gap_label(d: Direction, size: int) -> str:
     return f"a capture gap of {size} bytes at {side} byte {d.offset + d.held_len}"
 
 
-def on_gap(d: Direction, size: int, ts: float, out: list[HttpEvent], gap: str) -> None:
+def on_gap(
+    d: Direction, peer: Direction, size: int, ts: float, out: list[HttpEvent], gap: str
+) -> None:
     """``size`` bytes of ``d`` were never captured (``gap`` names them); ``d`` holds no
-    resync candidate (a resync has decided on the bytes it held)."""
+    resync candidate (a resync has decided on the bytes it held). ``peer``: the other
+    direction."""
+    if d.pending is not None:  # a gap before the last one's frames were found again
+        settle(d, ts, out, blind=True)
     if d.mode is FRAMES:
         if not d.held:
             size = _gap_in_data(d, size, ts, out)
@@ -79,9 +92,11 @@ def on_gap(d: Direction, size: int, ts: float, out: list[HttpEvent], gap: str) -
             size = _gap_in_frame(d, size, ts, out, gap)
         if not size:
             return
-    if d.mode is FRAMES or d.mode is Mode.PREFACE:
-        where = "frames" if d.mode is FRAMES else "the connection preface"
-        lose_sync(d, ts, out, f"{gap} lost {where}")
+    d.whole = False
+    if d.mode is FRAMES:  # (with the part of a frame header it held)
+        _lose_frames(d, peer, size + d.held_len, ts, out, f"{gap} lost frames")
+    elif d.mode is Mode.PREFACE:
+        lose_sync(d, ts, out, f"{gap} lost the connection preface")
     else:
         report_skipped(d, ts, out)
         d.drop_held()
@@ -89,6 +104,77 @@ def on_gap(d: Direction, size: int, ts: float, out: list[HttpEvent], gap: str) -
             d.streams.taint_open(d.side, d.offset, ts, out, gap)
             d.hpack.forget()
     d.offset += size
+
+
+def _lose_frames(
+    d: Direction, peer: Direction, size: int, ts: float, out: list[HttpEvent], why: str
+) -> None:
+    """A gap past a frame boundary: what the frames held is decided by :func:`settle` when
+    the next bytes of ``d`` come with their segment's ACK number."""
+    out.append(d.error(ts, why + "; resynchronizing on the next frame"))
+    d.streams.settings_sure = False  # a SETTINGS frame or an ACK may be lost
+    if d.side == 0:
+        d.streams.push_off = False  # ... one that turned push on
+    if d.block_stream or d.block_lost:
+        d.hpack.forget()  # the rest of the open header block, and its entries, are lost
+    _cut_frame_state(d, ts, out, why)
+    d.pending = LostFrames(why, d.offset, size, peer)
+    d.mode = Mode.RESYNC
+
+
+def settle(d: Direction, ts: float, out: list[HttpEvent], *, blind: bool = False) -> None:
+    """Decide what the gap pending on ``d`` cost, now that the resync found the frames
+    again (the bytes it skipped were lost frames too) or gave up; ``blind``: where the lost
+    frames end is unknown. See the module docstring for the rules."""
+    lost = d.pending
+    assert lost is not None
+    d.pending = None
+    why, offset, peer, peer_parsed = lost.why, lost.offset, lost.peer, lost.peer_parsed
+    acked = max(lost.acked, -1)
+    size = 1 << 62 if blind else lost.size + d.skipped
+    streams = d.streams
+    if d.side == 0:
+        streams.taint_open(0, offset, ts, out, why)
+        if size >= _SMALLEST_HEAD and streams.client_ids_known:
+            streams.requests_lost_above = streams.max_client
+            streams.requests_lost_why = why
+        _settle_client_hpack(d, size)
+        return
+    bound = acked if acked >= 0 else peer_parsed
+    heads = size >= _SMALLEST_HEAD
+    opened, headless = streams.taint_unanswered(bound, offset, ts, out, why, heads=heads)
+    if size < _SMALLEST_INSERT:
+        return  # no header block in it can have added an entry: HPACK is untouched
+    evidence = (
+        acked >= 0
+        and peer.whole
+        and peer.pending is None
+        and peer.offset >= acked
+        and not peer.block_stream
+        and not streams.crossing
+    )
+    if not evidence or headless or (opened and not streams.push_off):
+        d.hpack.forget()  # a header block may be lost: older entries are unknown
+    elif opened:
+        d.hpack.doubt()  # only their trailers can be, and their next frame says
+        streams.await_proof(1, opened, d.hpack.confirm)
+
+
+def _settle_client_hpack(d: Direction, size: int) -> None:
+    """What ``size`` lost bytes of client frames did to its HPACK state: nothing when too
+    few to add an entry; else the entries are doubted until the requests open then show a
+    frame each and the next new stream is the next id (no lost HEADERS opened one)."""
+    if size < _SMALLEST_INSERT:
+        return
+    streams = d.streams
+    if not streams.client_ids_known:
+        d.hpack.forget()
+        return
+    d.hpack.doubt()
+    opened = streams.open_messages(0)
+    proof = NewStreamProof(d, streams.max_client, streams_done=not opened)
+    d.new_stream_proof = proof
+    streams.await_proof(0, opened, proof.streams_proved)
 
 
 def _gap_in_data(d: Direction, size: int, ts: float, out: list[HttpEvent]) -> int:
@@ -150,6 +236,9 @@ def _frame_cut(
         d.streams.taint(1, sid)
     elif ftype == SETTINGS:  # keep the order in which SETTINGS and their ACKs pair
         d.on_settings(flags, {})
+        d.streams.settings_sure = False  # (what it set is unknown)
+        if d.side == 0:
+            d.streams.push_off = False
     out.append(d.error(ts, what, stream=sid or None))
 
 
@@ -176,6 +265,15 @@ def lose_sync(d: Direction, ts: float, out: list[HttpEvent], why: str) -> None:
     lossy, HPACK forgets its table, and the direction resyncs. Messages go on: the
     frames found after the resync still add to them."""
     out.append(d.error(ts, why + "; resynchronizing on the next frame"))
+    _cut_frame_state(d, ts, out, why)
+    d.whole = False
+    d.streams.taint_open(d.side, d.offset, ts, out, why)
+    d.hpack.forget()
+    d.mode = Mode.RESYNC
+
+
+def _cut_frame_state(d: Direction, ts: float, out: list[HttpEvent], why: str) -> None:
+    """The frame ``d`` was in, and the header block, are cut (``why``)."""
     if d.block_stream:
         if not d.block_lost:
             message = f"{why}: the header block of stream {d.block_stream} is cut"
@@ -185,9 +283,6 @@ def lose_sync(d: Direction, ts: float, out: list[HttpEvent], why: str) -> None:
         d.streams.taint(d.side, d.data_stream)
     d.drop_held()
     d.reset_frame_state()
-    d.streams.taint_open(d.side, d.offset, ts, out, why)
-    d.hpack.forget()
-    d.mode = Mode.RESYNC
 
 
 def resync(
@@ -205,14 +300,21 @@ def resync(
             d.skip_offset = d.base + pos
         d.skipped += i - pos
     if found >= 0:
+        if d.pending is not None:
+            settle(d, ts, out)
         report_skipped(d, ts, out)
         d.mode = FRAMES
         return found
     if final:
+        if d.pending is not None:  # where the lost frames end is not known
+            settle(d, ts, out, blind=True)
         report_skipped(d, ts, out)
         return n
     # keep the candidate, or the last 8 bytes (a frame header may start there)
-    return d.hold(buf, i, wait or 9, ts) if i < n else n
+    if i >= n:
+        return n
+    d.held_times = [ts]
+    return d.hold(buf, i, wait or 9, ts)
 
 
 def _scan(d: Direction, buf: bytes, pos: int, *, final: bool) -> tuple[int, int, int]:

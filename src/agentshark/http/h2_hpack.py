@@ -92,11 +92,14 @@ class BlockDecoder:
     SETTINGS_HEADER_TABLE_SIZE is unknown.
     """
 
-    __slots__ = ("_limit", "_table")
+    __slots__ = ("_known", "_limit", "_table")
 
     def __init__(self, *, history_known: bool = True) -> None:
         self._table = HeaderTable()
         self._limit: int | None = DEFAULT_TABLE_SIZE if history_known else None
+        # None: every entry held is known at its index. A number: only that many of the
+        # newest entries are; the older ones are a tail kept on probation (:meth:`doubt`).
+        self._known: int | None = None
 
     def set_table_size_limit(self, size: int | None) -> None:
         """The receiving peer's SETTINGS_HEADER_TABLE_SIZE, in effect (acknowledged);
@@ -108,12 +111,45 @@ class BlockDecoder:
         table = HeaderTable()
         table.maxsize = self._table.maxsize
         self._table = table
+        self._known = None
+
+    @property
+    def on_probation(self) -> bool:
+        """Entries older than a capture gap are held but not used (:meth:`doubt`)."""
+        return self._known is not None
+
+    def doubt(self) -> None:
+        """Bytes were lost that may, or may not, have held a header block: the entries held
+        now stay, but no index reaches them until :meth:`confirm` (no block was lost) or
+        :meth:`drop_doubted` (one may have been). Entries added from now on are known: they
+        are the newest of the encoder's table whatever the lost bytes held (RFC 7541
+        §2.3.3). A second doubt before the first is settled drops the first's tail."""
+        if self._known is not None:
+            self.drop_doubted()
+        self._known = 0
+
+    def confirm(self) -> None:
+        """The lost bytes held no header block: the doubted entries are where they were."""
+        self._known = None
+
+    def drop_doubted(self) -> None:
+        """The lost bytes may have held a header block: the doubted entries are unknown."""
+        known = self._known
+        if known is None:
+            return
+        self._known = None
+        dynamic = self._table.dynamic_entries
+        kept = [dynamic[i] for i in range(min(known, len(dynamic)) - 1, -1, -1)]
+        self.forget()
+        for name, value in kept:  # oldest first, so each goes in at the front as it did
+            self._table.add(name, value)
 
     def decode(self, block: bytes) -> Decoded:
         """The fields of ``block`` in order, names and values as sent (UTF-8, or Latin-1
         where that fails). Never raises; see the module docstring for what is left out."""
         table = self._table
         dynamic = table.dynamic_entries
+        known = self._known  # None: every entry is known (the usual case)
         texts = _text_cache
         headers: Headers = []
         unknown_fields: list[int] = []  # indexes of dynamic entries the capture never showed
@@ -134,7 +170,9 @@ class BlockDecoder:
                         name, value = _STATIC[index - 1]
                     elif index == 0:
                         raise _CorruptBlockError("index 0")  # a decoding error (§6.1)
-                    elif index - _STATIC_ENTRIES <= len(dynamic):
+                    elif index - _STATIC_ENTRIES <= len(dynamic) and (
+                        known is None or index - _STATIC_ENTRIES <= known
+                    ):
                         name, value = dynamic[index - _STATIC_ENTRIES - 1]
                         if name == _UNKNOWN_NAME:
                             unknown_fields.append(index)
@@ -167,13 +205,17 @@ class BlockDecoder:
                         name, pos = _string(block, pos)
                     elif index <= _STATIC_ENTRIES:
                         name = _STATIC[index - 1][0]
-                    elif index - _STATIC_ENTRIES <= len(dynamic):
+                    elif index - _STATIC_ENTRIES <= len(dynamic) and (
+                        known is None or index - _STATIC_ENTRIES <= known
+                    ):
                         name = dynamic[index - _STATIC_ENTRIES - 1][0]
                     else:
                         name = _UNKNOWN_NAME
                     value, pos = _string(block, pos)
                     if indexing:
                         table.add(name, value)
+                        if known is not None:
+                            known += 1
                     if name == _UNKNOWN_NAME:
                         unknown_names.append(index)
                         continue
@@ -197,6 +239,8 @@ class BlockDecoder:
                     f"the dynamic table size {table.maxsize} exceeds the {self._limit} "
                     "the peer allowed in SETTINGS_HEADER_TABLE_SIZE (no size update)"
                 )
+        if known is not None and self._known is not None:  # (forget() settled it otherwise)
+            self._known = min(known, len(dynamic))
         if kept > MAX_HEADER_LIST:
             problems.append(
                 f"the header list exceeds {MAX_HEADER_LIST} bytes; the rest is left out"
