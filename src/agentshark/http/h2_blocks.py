@@ -108,10 +108,11 @@ def block_done(d: Direction, ts: float, out: list[HttpEvent], *, cut: bool = Fal
     d.block_stream = 0
     if d.streams.proving[d.side] and not d.block_promised:
         d.streams.prove(d.side, sid)  # a HEADERS frame on it: see h2_gaps.settle
-    decoded = d.hpack.decode(block)
     proof = d.new_stream_proof
-    if proof is not None and sid > proof.max_client:
-        proof.new_head(sid, decoded)
+    if proof is not None and sid > proof.max_client:  # (after a client gap: h2_gaps)
+        decoded = proof.decode_new_head(sid, block)
+    else:
+        decoded = d.hpack.decode(block)
     if d.block_size > MAX_HEADER_BLOCK:
         d.hpack.forget()  # the entries the cut part added are unknown
         cut = True

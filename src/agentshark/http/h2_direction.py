@@ -84,16 +84,19 @@ class NewStreamProof:
         self.streams_done = True
         self._settle()
 
-    def new_head(self, sid: int, decoded: Decoded) -> None:
-        """The first header block on a stream above ``max_client`` (decoded on probation:
-        a pseudo-header it shows was sent in it)."""
-        self.d.new_stream_proof = None
-        headers = decoded.headers
-        if sid == self.max_client + 2 and headers and headers[0][0][:1] == ":":
+    def decode_new_head(self, sid: int, block: bytes) -> Decoded:
+        """The first header block on a stream above ``max_client``: tried on a copy of the
+        decoder (on probation, so a pseudo-header it shows was sent in it: a request head,
+        not trailers), then decoded with what that proved."""
+        d = self.d
+        d.new_stream_proof = None
+        tried = d.hpack.copy().decode(block)
+        if sid == self.max_client + 2 and any(name[:1] == ":" for name, _ in tried.headers):
             self.new_done = True
             self._settle()
         else:  # a trailer section, or another id: a lost HEADERS may have opened one
-            self.d.hpack.drop_doubted()
+            d.hpack.drop_doubted()
+        return d.hpack.decode(block)
 
     def _settle(self) -> None:
         if self.streams_done and self.new_done:

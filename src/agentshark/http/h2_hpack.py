@@ -92,7 +92,7 @@ class BlockDecoder:
     SETTINGS_HEADER_TABLE_SIZE is unknown.
     """
 
-    __slots__ = ("_known", "_limit", "_table")
+    __slots__ = ("_known", "_limit", "_renames", "_table")
 
     def __init__(self, *, history_known: bool = True) -> None:
         self._table = HeaderTable()
@@ -100,6 +100,10 @@ class BlockDecoder:
         # None: every entry held is known at its index. A number: only that many of the
         # newest entries are; the older ones are a tail kept on probation (:meth:`doubt`).
         self._known: int | None = None
+        # On probation: entries added under the placeholder name because their name is a
+        # doubted entry's, with that name (or the earlier such entry whose name it is),
+        # which they get if the doubt is confirmed.
+        self._renames: list[tuple[tuple[bytes, bytes], bytes | tuple[bytes, bytes]]] = []
 
     def set_table_size_limit(self, size: int | None) -> None:
         """The receiving peer's SETTINGS_HEADER_TABLE_SIZE, in effect (acknowledged);
@@ -112,6 +116,7 @@ class BlockDecoder:
         table.maxsize = self._table.maxsize
         self._table = table
         self._known = None
+        self._renames = []
 
     @property
     def on_probation(self) -> bool:
@@ -129,8 +134,22 @@ class BlockDecoder:
         self._known = 0
 
     def confirm(self) -> None:
-        """The lost bytes held no header block: the doubted entries are where they were."""
+        """The lost bytes held no header block: the doubted entries are where they were,
+        and the entries added since with a doubted entry's name get that name."""
         self._known = None
+        if self._renames:
+            named: dict[int, bytes] = {}
+            for entry, source in self._renames:  # (oldest first: a source comes before)
+                name = source if isinstance(source, bytes) else named.get(id(source), b"")
+                if name:
+                    named[id(entry)] = name
+            dynamic = self._table.dynamic_entries
+            for i in range(len(dynamic)):
+                entry = dynamic[i]
+                found = named.get(id(entry))  # (the entries are held: their ids are theirs)
+                if found is not None:
+                    dynamic[i] = (found, entry[1])
+            self._renames = []
 
     def drop_doubted(self) -> None:
         """The lost bytes may have held a header block: the doubted entries are unknown."""
@@ -144,12 +163,26 @@ class BlockDecoder:
         for name, value in kept:  # oldest first, so each goes in at the front as it did
             self._table.add(name, value)
 
+    def copy(self) -> BlockDecoder:
+        """A decoder in the same state, to try a block on (no more than a table's worth)."""
+        other = BlockDecoder()
+        other._limit = self._limit
+        other._known = self._known
+        table = other._table
+        table.maxsize = self._table.maxsize
+        for name, value in reversed(self._table.dynamic_entries):
+            table.add(name, value)
+        return other
+
     def decode(self, block: bytes) -> Decoded:
         """The fields of ``block`` in order, names and values as sent (UTF-8, or Latin-1
         where that fails). Never raises; see the module docstring for what is left out."""
         table = self._table
         dynamic = table.dynamic_entries
         known = self._known  # None: every entry is known (the usual case)
+        # on probation: the name of the doubted entry a literal names, or the entry whose
+        # name it is when that one waits for its name (see _renames)
+        doubted: bytes | tuple[bytes, bytes] = b""
         texts = _text_cache
         headers: Headers = []
         unknown_fields: list[int] = []  # indexes of dynamic entries the capture never showed
@@ -209,8 +242,12 @@ class BlockDecoder:
                         known is None or index - _STATIC_ENTRIES <= known
                     ):
                         name = dynamic[index - _STATIC_ENTRIES - 1][0]
+                        if not name and known is not None:  # it may get its name back
+                            doubted = dynamic[index - _STATIC_ENTRIES - 1]
                     else:
                         name = _UNKNOWN_NAME
+                        if index - _STATIC_ENTRIES <= len(dynamic):  # (on probation)
+                            doubted = dynamic[index - _STATIC_ENTRIES - 1][0]
                     value, pos = _string(block, pos)
                     if indexing:
                         table.add(name, value)
@@ -218,6 +255,10 @@ class BlockDecoder:
                             known += 1
                     if name == _UNKNOWN_NAME:
                         unknown_names.append(index)
+                        if doubted:
+                            if indexing and dynamic and dynamic[0][1] is value:
+                                self._renames.append((dynamic[0], doubted))
+                            doubted = b""
                         continue
                 kept += 32 + len(name) + len(value)
                 if kept <= MAX_HEADER_LIST:  # past it, keep parsing for the table's sake
