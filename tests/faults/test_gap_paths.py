@@ -224,6 +224,25 @@ def test_h2_lost_frame_costs_only_its_stream() -> None:
     assert case.others(stream) == []
 
 
+def test_h2_lost_frame_while_another_stream_was_open_costs_both() -> None:
+    """The DATA segment of stream 7 (/compressed/gzip) lost: streams 7 and 9 were requested
+    in one client segment, which the server had acknowledged when it sent the lost bytes,
+    so they may hold stream 9's response head too: both are marked, and since a header
+    block may be lost, so is stream 11's response, which indexes the server's older HPACK
+    entries. The one-stream cost is not knowable here; nothing complete differs, and the
+    streams that had ended (1, 3, 5) are identical."""
+    gzip = _pick("h2c_prior_knowledge", "/compressed/gzip")
+    segs = _segments("h2c_prior_knowledge", gzip)
+    case = _run("h2c_prior_knowledge", drop=segs[1].index)  # HEADERS first, then the DATA
+    assert not [v for v in case.verdicts if v.violation]
+    marked = {
+        it.exchange.stream
+        for it in case.faulted.exchanges
+        if it.exchange is not None and not it.exchange.complete
+    }
+    assert marked == {7, 9, 11}
+
+
 def _tls_case(name: str, *, sse: bool) -> tuple[Case, Pkt, Exchange]:
     stream = _pick(name, "/v1/chat/completions", sse=sse)
     segs = _segments(name, stream)

@@ -35,9 +35,12 @@ the frames again.
   bytes skipped.
 * A capture gap (``gap``) costs the streams it may have touched, never the connection: a
   :class:`BodyGap` inside a DATA payload, the one frame it cut, or (past a frame boundary)
-  every unfinished message of the direction marked incomplete and a resync; the rules are
-  in :mod:`~agentshark.http.h2_gaps`. Every message is either what a clean capture gives or
-  marked incomplete, and a DATA frame is only ever attributed by its own frame header.
+  a resync and the messages the evidence cannot clear (the TCP ACK number of the segment
+  after the gap, ``feed``'s ``acked``, bounds which requests the server had), with HPACK
+  entries older than the gap kept until frames show no header block was lost; the rules
+  are in :mod:`~agentshark.http.h2_gaps`. Every message is either what a clean capture
+  gives or marked incomplete, and a DATA frame is only ever attributed by its own frame
+  header. Without a gap, none of this costs anything per frame.
 
 Garbage in gives ParseErrors, never an exception.
 """

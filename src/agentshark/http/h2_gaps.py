@@ -1,7 +1,8 @@
 """Capture gaps and lost sync in an HTTP/2 direction: what they cost, and finding the frames
 again (RFC 9113 §4.1).
 
-Input: a capture gap in one direction (its size exact, as TCP sequence numbers give it),
+Input: a capture gap in one direction (its size exact, as TCP sequence numbers give it, or
+an upper bound after TLS), the ACK number of the segment after it,
 bytes that are not frames, and the :class:`~agentshark.http.h2_direction.Direction` state
 they hit. Output: :class:`~agentshark.http.events.BodyGap` and
 :class:`~agentshark.http.events.ParseError` events, messages marked lossy in
@@ -18,21 +19,58 @@ A capture gap costs the streams it may have touched, never the connection:
   forgotten; a cut RST_STREAM marks both messages of its stream; a cut SETTINGS keeps its
   place in the SETTINGS/ACK pairing; PING, WINDOW_UPDATE, PRIORITY, GOAWAY cost nothing
   but a diagnostic;
-* past a frame boundary (or inside a frame header): which frames were lost is unknown.
-  Every message of the direction that has not ended (or, on an open stream, not begun:
-  the lost frame may be its head or a 1xx) is marked lossy, with a diagnostic on its stream
-  naming the gap (direction, byte offset, size); the open header block is cut; HPACK
-  forgets its table; the direction resyncs on the next frame boundary with the stricter
-  rules of :func:`~agentshark.http.h2_frames.chain_verdict` (DATA, HEADERS and
-  CONTINUATION only on streams that can still carry them). The marked messages go on:
-  their frames after the resync are still added, and they end incomplete.
+* past a frame boundary (or inside a frame header): which frames were lost is unknown, but
+  the evidence bounds it. The open header block is cut, the direction resyncs on the next
+  frame boundary with the stricter rules of :func:`~agentshark.http.h2_frames.chain_verdict`
+  (DATA, HEADERS and CONTINUATION only on streams that can still carry them), and what the
+  lost frames (the gap, plus the bytes the resync skips: the rest of a frame the gap began)
+  can have touched is decided by :func:`settle` when the frames are found again:
 
-After HPACK forgets its table, a block that indexes an entry the capture no longer knows
-(it may have been added, or moved, by a lost block) decodes without that field and leaves
-its message incomplete; blocks that use only the static table, literals and entries added
-since the gap decode as they would have (see :mod:`~agentshark.http.h2_hpack`). So every
-message is either what a clean capture gives or marked incomplete, and a DATA frame is
-only ever attributed by its own frame header.
+  - *server bytes*: the first segment after the gap carries a TCP ACK number (``feed``'s
+    ``acked``), which bounds what the server had received from the client when it sent the
+    lost bytes (it sent them before that segment). A response whose request's header block
+    starts at or past that client offset cannot have a frame in them, nor can one that had
+    ended (END_STREAM, §8.1) before the gap, nor (when the lost bytes are fewer than the 10
+    a response head takes) one whose head has not come yet; every other response is marked
+    lossy, with a diagnostic on its stream naming the gap (direction, byte offset, size). A
+    request that arrives later but starts below the bound is marked when it comes. Without
+    an ACK number the bound is what the client had sent before the gap in capture order;
+  - *client bytes*: every request that has not ended is marked lossy (streams opened after
+    the gap are untouched: their HEADERS come after it); a later response on a stream above
+    the highest the client had opened, whose request is never seen, is
+    ``http.request_lost``.
+
+  The marked messages go on: their frames after the resync are still added, and they end
+  incomplete.
+
+HPACK after lost frames (RFC 7541 §2.3.3, §4.4): the dynamic table is then "the entries
+added since the gap (known, newest first) and an unknown tail". An index into the known
+entries is sound (the encoder's table starts with the same ones; an entry either side
+evicted is never referenced wrongly, the two tables being prefixes of one list), static
+indexes and literals always are; an index into the tail leaves that field out and that
+block's message incomplete, with a diagnostic, and decoding goes on. The tail is kept when
+the lost frames can be shown to hold no header block that added an entry, and kept on
+probation (:meth:`~agentshark.http.h2_hpack.BlockDecoder.doubt`) until that is shown:
+
+- fewer than 11 bytes cannot hold an entry (a HEADERS frame with a 2-byte literal);
+- server bytes: when every response the lost frames can have touched (above) had its head
+  already, push is off (the client's SETTINGS_ENABLE_PUSH 0 acknowledged, no SETTINGS lost
+  since), every client byte below the ACK bound was seen, and no client reset crossed a
+  response in flight, only trailers (HEADERS with END_STREAM) can have been lost: each such
+  stream's next DATA or HEADERS frame proves its END_STREAM was not
+  (:meth:`~agentshark.http.h2_streams.Streams.prove`), and the tail is confirmed when all
+  have. A response with no head yet, or no evidence: the tail is dropped;
+- client bytes: when every client stream is known (the capture saw the start, and each new
+  id was the last + 2), the tail is confirmed once each open request has shown a frame and
+  the next new stream is the next id and carries a request head (no lost HEADERS opened
+  one); another id drops it.
+
+A cut header block (a gap inside it, an interrupting frame, a block over the size limit) is
+a lost header block: the table is forgotten (no tail). The rules assume peers that follow
+RFC 9113's stream states (no frame after END_STREAM, trailers only with END_STREAM, no
+PUSH_PROMISE once push is off) and gap sizes that are exact or an upper bound (TLS gives a
+bound). So every message is either what a clean capture gives or marked incomplete, and a
+DATA frame is only ever attributed by its own frame header.
 
 Bytes that are not frames (a capture that started mid-connection, garbage, a frame larger
 than SETTINGS_MAX_FRAME_SIZE allows, what follows a gap past a frame boundary) are skipped

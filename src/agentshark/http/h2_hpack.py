@@ -25,6 +25,15 @@ same indexes. Indexes beyond them name entries the capture never showed: they co
 unknown, never as wrong values. Our table holds a subset of the encoder's entries, so it
 evicts no earlier than the encoder does; an entry we still hold is one the encoder may use.
 
+After bytes that may or may not have held a header block (a capture gap between frames:
+see :mod:`~agentshark.http.h2_gaps`), the entries held are kept on probation
+(:meth:`BlockDecoder.doubt`): no index reaches them, entries added since are used (they are
+the encoder's newest whatever was lost), and a literal that names a doubted entry goes in
+under the placeholder name, to get its real name back if the doubt is confirmed
+(:meth:`BlockDecoder.confirm`: nothing was lost) rather than dropped
+(:meth:`BlockDecoder.drop_doubted`: a block may have been). The usual case, no doubt, costs
+one comparison per dynamic table reference.
+
 hpack still does the hard parts: its ``HeaderTable`` (static table, eviction) and its
 Huffman decoder. Walking the fields here is also faster than hpack's ``Decoder`` (no
 per-field logging, memoryview copies or tuple subclasses): 7 against 16 µs for an httpx

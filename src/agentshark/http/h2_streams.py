@@ -6,6 +6,10 @@ Each stream carries two messages, the request (side 0, sent by the client) and t
 message is its head, a later one its trailer section; a response head with a 1xx status is
 informational and leaves the response NONE.
 
+After a capture gap, a message may wait in ``PROVING`` (OPEN for everything else): its
+next DATA or HEADERS frame proves that the gap held no END_STREAM of it, which the gap's
+HPACK decision waits for (:meth:`Streams.await_proof`, :mod:`~agentshark.http.h2_gaps`).
+
 A message is "lossy" when the capture cannot vouch for it: its head was missed (the capture
 started mid-connection) or lost, its header block did not fully decode (HPACK entries the
 capture never showed, a block cut short), or a capture gap may have held one of its frames
@@ -69,6 +73,7 @@ class Streams:
         # answered in server bytes a gap lost (``answered_why`` names the gap).
         self.answered_below = -1
         self.answered_why = ""
+        self.answered_at = 0  # (the server offset of that gap)
         # The server has received SETTINGS_ENABLE_PUSH 0 (it acknowledged them, and no
         # SETTINGS it may have received since can have turned push on): no PUSH_PROMISE.
         self.push_off = False
@@ -172,8 +177,6 @@ class Streams:
             return
         if side == 0:
             s.head_offset = offset
-            if offset < self.answered_below:
-                self._answered_in_gap(sid, s, offset, ts, out)
             method = _pseudo(headers, ":method") or "?"
             target = _pseudo(headers, ":path")
             if target is None:  # CONNECT names an authority, not a path (§8.5)
@@ -190,6 +193,8 @@ class Streams:
                     ts=started,
                 )
             )
+            if offset < self.answered_below:
+                self._answered_in_gap(sid, s, ts, out)
         else:
             if s.state[0] == NONE and sid & 1 and sid > self.requests_lost_above:
                 out.append(
@@ -380,6 +385,7 @@ class Streams:
         if heads:
             self.answered_below = max(self.answered_below, bound)
             self.answered_why = why
+            self.answered_at = offset
         opened: set[int] = set()
         headless = False
         for sid, s in self._open.items():
@@ -426,15 +432,13 @@ class Streams:
                 self.on_proved[side] = None
                 done()
 
-    def _answered_in_gap(
-        self, sid: int, s: Stream, offset: int, ts: float, out: list[HttpEvent]
-    ) -> None:
+    def _answered_in_gap(self, sid: int, s: Stream, ts: float, out: list[HttpEvent]) -> None:
         s.lossy[1] = True
         message = (
-            f"{self.answered_why}: the server had received this request when it sent the "
+            f"{self.answered_why}: the server may have received this request before it sent the "
             "lost bytes, so frames of its response may be lost; its response is incomplete"
         )
-        out.append(_error(1, offset, ts, message, sid))
+        out.append(_error(1, self.answered_at, ts, message, sid))
 
     def taint(self, side: int, sid: int) -> None:
         """The message of ``side`` on ``sid`` lost a frame (a gap cut it)."""
