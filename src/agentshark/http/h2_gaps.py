@@ -153,9 +153,10 @@ def _lose_frames(
     d.streams.settings_sure = False  # a SETTINGS frame or an ACK may be lost
     if d.side == 0:
         d.streams.push_off = False  # ... one that turned push on
-    if d.block_stream or d.block_lost:
+    cut = bool(d.block_stream)
+    _cut_frame_state(d, ts, out, why)  # (what came of an open block is decoded first)
+    if cut:
         d.hpack.forget()  # the rest of the open header block, and its entries, are lost
-    _cut_frame_state(d, ts, out, why)
     d.pending = LostFrames(why, d.offset, size, peer)
     d.mode = Mode.RESYNC
 
