@@ -21,7 +21,7 @@ from agentshark.pipeline import Options, run
 from tests.helpers import CAPTURES
 from tests.http.test_h2_loss import classify, exchange_key
 
-Transcript = list[tuple[int, bytes]]
+Transcript = list[tuple[int, bytes, int]]  # direction, bytes, what their segment acked
 Hole = tuple[int, int, int]  # direction, stream offset, size
 
 CASES = {
@@ -32,13 +32,14 @@ CASES = {
 
 
 def record(name: str) -> Transcript:
-    """The bytes the pipeline feeds to the capture's (one) HTTP/2 connection, in order."""
+    """The bytes the pipeline feeds to the capture's (one) HTTP/2 connection, in order,
+    with the ACK number (as an offset of the other direction) of the segment each came in."""
     fed: Transcript = []
     original = H2Connection.feed
 
-    def spy(self: H2Connection, direction: int, data: bytes, ts: float) -> Any:
-        fed.append((direction, bytes(data)))
-        return original(self, direction, data, ts)
+    def spy(self: H2Connection, direction: int, data: bytes, ts: float, acked: int = -1) -> Any:
+        fed.append((direction, bytes(data), acked))
+        return original(self, direction, data, ts, acked)
 
     keylogs = [str(CAPTURES / name / k) for k in CASES[name]]
     with mock.patch.object(H2Connection, "feed", spy):
@@ -47,9 +48,12 @@ def record(name: str) -> Transcript:
     return fed
 
 
-def replay(transcript: Transcript, hole: Hole | None = None) -> tuple[list[Exchange], list[str]]:
+def replay(
+    transcript: Transcript, hole: Hole | None = None, *, acks: bool = True
+) -> tuple[list[Exchange], list[str]]:
     """Exchanges of ``transcript`` fed to a fresh decoder, without the bytes of ``hole``
-    (reported with ``gap``); also every diagnostic message."""
+    (reported with ``gap``), with the segments' ACK numbers (``acks``) or without; also
+    every diagnostic message."""
     ids = count(1)
     asm = ExchangeAssembler(
         source=0,
@@ -62,7 +66,7 @@ def replay(transcript: Transcript, hole: Hole | None = None) -> tuple[list[Excha
     conn = H2Connection()
     out: list[Exchange] = []
     seen = [0, 0]
-    for direction, chunk in transcript:
+    for direction, chunk, acked in transcript:
         start = seen[direction]
         seen[direction] += len(chunk)
         pieces: list[bytes | int] = [chunk]
@@ -77,7 +81,7 @@ def replay(transcript: Transcript, hole: Hole | None = None) -> tuple[list[Excha
                 if piece:
                     out += asm.handle(conn.gap(direction, piece, 1.0))
             elif piece:
-                out += asm.handle(conn.feed(direction, piece, 1.0))
+                out += asm.handle(conn.feed(direction, piece, 1.0, acked if acks else -1))
     for direction in (1, 0):
         out += asm.handle(conn.end(direction, 2.0, clean=True))
     out += asm.close()
@@ -88,7 +92,7 @@ def replay(transcript: Transcript, hole: Hole | None = None) -> tuple[list[Excha
 
 def frames(transcript: Transcript, direction: int) -> list[tuple[int, int, int, int]]:
     """(offset, length, type, stream) of each frame ``direction`` sent."""
-    raw = b"".join(c for d, c in transcript if d == direction)
+    raw = b"".join(c for d, c, _ in transcript if d == direction)
     pos = len(PREFACE) if direction == 0 else 0
     found = []
     while pos + 9 <= len(raw):
@@ -126,7 +130,7 @@ def holes(transcript: Transcript, seed: int) -> list[Hole]:
             if length > 2:
                 found.append((direction, offset + 9 + rnd.randrange(length - 1), 1))
                 found.append((direction, offset + rnd.randrange(9), rnd.randrange(2, 40)))
-        total = sum(len(c) for d, c in transcript if d == direction)
+        total = sum(len(c) for d, c, _ in transcript if d == direction)
         found += [(direction, rnd.randrange(total), rnd.randrange(1, 3000)) for _ in range(20)]
     return found
 
@@ -236,3 +240,121 @@ def test_a_cut_header_block_keeps_its_frame_boundary() -> None:
     for ex in clean:
         if ex.stream is not None and ex.stream < sid:
             assert exchange_key(faulty[ex.stream]) == exchange_key(ex)
+
+
+# -- what a gap costs, decided by evidence (h2_gaps.settle) ----------------------------------
+
+
+def server_frame(transcript: Transcript, sid: int, nth: int, ftype: int = 0) -> tuple[int, int]:
+    """(offset, size with its header) of the ``nth`` frame of ``ftype`` the server sent on
+    ``sid``."""
+    found = [(o, 9 + n) for o, n, t, s in frames(transcript, 1) if t == ftype and s == sid]
+    return found[nth]
+
+
+def client_frame(transcript: Transcript, sid: int, ftype: int, nth: int = 0) -> tuple[int, int]:
+    found = [(o, 9 + n) for o, n, t, s in frames(transcript, 0) if t == ftype and s == sid]
+    return found[nth]
+
+
+@needs("h2c_prior_knowledge")
+def test_a_gap_wholly_inside_a_data_payload_costs_that_frame_only() -> None:
+    """The frame header was seen, so its stream and length are known: a BodyGap on that
+    stream, parsing goes on at the next frame boundary (no resync, no skipped bytes), HPACK
+    is untouched, and every other stream is identical, with ACK numbers or without."""
+    transcript = record("h2c_prior_knowledge")
+    clean, _ = replay(transcript)
+    offset, size = server_frame(transcript, 5, 3)  # a DATA frame in the middle of the SSE reply
+    hole = (1, offset + 9 + 20, size - 9 - 40)
+    for acks in (True, False):
+        got, messages = replay(transcript, hole, acks=acks)
+        faulty = check_only(clean, got, lambda s: s == 5)
+        response = faulty[5].response
+        assert response is not None and response.body.gap_bytes == size - 49
+        assert not any("skipped" in m or "lost frames" in m for m in messages)
+
+
+@needs("h2c_prior_knowledge")
+def test_a_lost_data_frame_of_the_only_open_stream_costs_that_stream() -> None:
+    """A whole DATA frame of stream 5 lost at a frame boundary. The segment after the gap
+    acknowledged the client only up to stream 7's request: 7, 9 and 11 were requested after
+    the lost bytes were sent, so they have no frame in them; 5 was the only open stream, its
+    next DATA frame shows its END_STREAM was not lost, push is off: no header block was
+    lost, and 7, 9, 11 decode as in the clean run. Without ACK numbers nothing bounds what
+    the server had been asked, so the server's older HPACK entries are given up (those
+    streams are marked, never different)."""
+    transcript = record("h2c_prior_knowledge")
+    clean, _ = replay(transcript)
+    offset, size = server_frame(transcript, 5, 4)
+    got, messages = replay(transcript, (1, offset, size))
+    faulty = check_only(clean, got, lambda s: s == 5)
+    gap = f"a capture gap of {size} bytes"
+    assert any(d.message.startswith(gap) for d in faulty[5].diagnostics)
+    assert not any("dynamic table" in m for m in messages)
+    blind, _ = replay(transcript, (1, offset, size), acks=False)
+    assert classify(clean, blind)["different"] == 0
+    assert not by_stream(blind)[7].complete
+
+
+@needs("h2c_prior_knowledge")
+def test_a_lost_frame_while_two_streams_were_open_costs_both_and_the_hpack_tail() -> None:
+    """Streams 7 and 9 were requested in one segment; a whole DATA frame of 7 is lost. The
+    server had received both requests when it sent the lost bytes, so they may hold frames
+    of 9 as well, its response head among them: 7 and 9 are marked, and since a header
+    block may be lost the server's older HPACK entries are unknown, so stream 11's response
+    (which indexes them) is marked too. Streams 1, 3 and 5 had ended: identical. The
+    one-stream cost is not knowable here; the sound outcome is this."""
+    transcript = record("h2c_prior_knowledge")
+    clean, _ = replay(transcript)
+    offset, size = server_frame(transcript, 7, 0)
+    got, _ = replay(transcript, (1, offset, size))
+    faulty = check_only(clean, got, lambda s: s in (7, 9, 11))
+    assert any("may be lost" in d.message for d in faulty[9].diagnostics)
+    assert any("dynamic table entries" in d.message for d in faulty[11].diagnostics)
+
+
+@needs("h2c_prior_knowledge")
+def test_a_lost_client_frame_with_no_header_block_leaves_hpack_whole() -> None:
+    """The client's WINDOW_UPDATE after stream 5's request head (13 bytes) lost: stream 5's
+    request (its body still open) is marked; its next DATA frame and the next new stream
+    (7, the next id) prove no header block was lost, so the later requests, which index
+    the client's older entries, are identical."""
+    transcript = record("h2c_prior_knowledge")
+    clean, _ = replay(transcript)
+    offset, size = client_frame(transcript, 5, 8)
+    got, _ = replay(transcript, (0, offset, size))
+    faulty = check_only(clean, got, lambda s: s == 5)
+    request = faulty[5].request
+    assert request is not None and not request.complete
+
+
+@needs("h2c_prior_knowledge")
+def test_a_lost_empty_data_frame_is_too_small_for_a_header_block() -> None:
+    """9 bytes (stream 3's empty DATA with END_STREAM) cannot hold an HPACK entry: only
+    stream 3's request is cost."""
+    transcript = record("h2c_prior_knowledge")
+    clean, _ = replay(transcript)
+    offset, size = client_frame(transcript, 3, 0, nth=1)
+    assert size == 9
+    check_only(clean, replay(transcript, (0, offset, size))[0], lambda s: s == 3)
+
+
+@needs("h2c_prior_knowledge")
+def test_a_lost_request_head_makes_its_response_request_lost() -> None:
+    """Stream 7's request HEADERS lost: its response is still reported, without a request,
+    as ``http.request_lost`` naming the gap; the next new stream is 9, not 7, so a lost
+    HEADERS may have added client entries: the later requests that index older ones are
+    marked, and streams 1, 3, 5 are identical."""
+    transcript = record("h2c_prior_knowledge")
+    clean, _ = replay(transcript)
+    offset, size = client_frame(transcript, 7, 1)
+    got, _ = replay(transcript, (0, offset, size))
+    faulty = check_only(clean, got, lambda s: s >= 7)
+    lost = faulty[7]
+    assert lost.request is None and lost.response is not None
+    assert lost.response.status == 200
+    codes = [(d.code, d.message) for d in lost.diagnostics]
+    assert any(
+        c == "http.request_lost" and m.startswith(f"a capture gap of {size} bytes at client")
+        for c, m in codes
+    )

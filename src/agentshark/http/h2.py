@@ -35,9 +35,12 @@ the frames again.
   bytes skipped.
 * A capture gap (``gap``) costs the streams it may have touched, never the connection: a
   :class:`BodyGap` inside a DATA payload, the one frame it cut, or (past a frame boundary)
-  every unfinished message of the direction marked incomplete and a resync; the rules are
-  in :mod:`~agentshark.http.h2_gaps`. Every message is either what a clean capture gives or
-  marked incomplete, and a DATA frame is only ever attributed by its own frame header.
+  a resync and the messages the evidence cannot clear (the TCP ACK number of the segment
+  after the gap, ``feed``'s ``acked``, bounds which requests the server had), with HPACK
+  entries older than the gap kept until frames show no header block was lost; the rules
+  are in :mod:`~agentshark.http.h2_gaps`. Every message is either what a clean capture
+  gives or marked incomplete, and a DATA frame is only ever attributed by its own frame
+  header. Without a gap, none of this costs anything per frame.
 
 Garbage in gives ParseErrors, never an exception.
 """
@@ -83,7 +86,7 @@ from agentshark.http.h2_frames import (
     error_name,
     type_name,
 )
-from agentshark.http.h2_gaps import gap_label, lose_sync, on_gap, report_skipped, resync
+from agentshark.http.h2_gaps import gap_label, lose_sync, on_gap, report_skipped, resync, settle
 from agentshark.http.h2_streams import ENDED, Streams
 
 __all__ = ["PREFACE", "H2Connection", "error_name"]
@@ -121,6 +124,10 @@ class H2Connection:
                 peer_settings=sent[0],
             ),
         )
+        streams.settings_sure = streams.client_ids_known = known
+        # ACK numbers count the connection's bytes; an upgraded one's HTTP/2 bytes start
+        # after its HTTP/1.1 part, at offsets this decoder does not know
+        self._acks = not upgraded
         if upgraded:
             # The upgrade request's HTTP2-Settings (not seen here) may have raised the
             # server's limits with no SETTINGS frame to show it.
@@ -130,13 +137,19 @@ class H2Connection:
             assert upgrade is not None
             upgrade.state[0] = ENDED
             upgrade.method = "?"
-            streams.max_stream = 1
+            streams.max_stream = streams.max_client = 1
 
     # -- public API ---------------------------------------------------------------------
 
-    def feed(self, direction: int, data: bytes, ts: float) -> list[HttpEvent]:
+    def feed(self, direction: int, data: bytes, ts: float, acked: int = -1) -> list[HttpEvent]:
+        """The next bytes of ``direction``; ``acked``: what the TCP segment that carried
+        them acknowledged of the other direction (its offsets; -1: unknown). Only the
+        first segment after a gap is asked (:func:`~agentshark.http.h2_gaps.settle`)."""
         d = self._dirs[direction]
         out: list[HttpEvent] = []
+        lost = d.pending
+        if lost is not None and lost.acked == -2:
+            lost.acked = acked if self._acks else -1
         if not d.held:
             d.held_ts = ts
             self._run(d, data, ts, out, 0)
@@ -152,12 +165,18 @@ class H2Connection:
                 if pos < n:
                     d.held.append(data[pos:] if pos else data)
                     d.held_len += n - pos
+                    if d.mode is Mode.RESYNC:
+                        d.held_times.append(ts)
                 return out
             d.held.append(data[pos : pos + missing])
+            pos += missing
+            if d.mode is Mode.RESYNC:
+                d.held_times.append(ts)
+                self._resync_held(d, out, final=False)
+                continue
             unit = b"".join(d.held)
             d.held = []
             d.held_len = 0
-            pos += missing
             self._run(d, unit, ts, out, 0)
         if pos < n:
             self._run(d, data, ts, out, pos)
@@ -170,7 +189,7 @@ class H2Connection:
         out: list[HttpEvent] = []
         gap = gap_label(d, size)
         self._flush_resync(d, ts, out)
-        on_gap(d, size, ts, out, gap)
+        on_gap(d, self._dirs[1 - direction], size, ts, out, gap)
         return out
 
     def end(self, direction: int, ts: float, *, clean: bool) -> list[HttpEvent]:
@@ -301,16 +320,44 @@ class H2Connection:
         elif d.mode is not Mode.RESYNC:
             return
         while d.mode is Mode.RESYNC and d.held:
-            buf = b"".join(d.held)
-            d.held = []
-            d.held_len = 0
-            d.base = d.offset
-            pos = resync(d, buf, 0, ts, out, final=True)
-            d.offset = d.base + pos
-            if pos < len(buf):
-                self._run(d, buf, ts, out, pos)
+            self._resync_held(d, out, final=True)
         if d.mode is Mode.RESYNC:
+            if d.pending is not None:
+                settle(d, ts, out, blind=True)
             report_skipped(d, ts, out)
+
+    def _resync_held(self, d: Direction, out: list[HttpEvent], *, final: bool) -> None:
+        """Look for frames in the pieces a resync held (``final``: no more will come).
+        Where they start, the pieces are fed again, each with its own time, so that the
+        frames found get the times a capture without the loss gives them."""
+        pieces = list(zip(d.held, d.held_times, strict=True))
+        unit = b"".join(d.held)
+        d.held = []
+        d.held_len = 0
+        d.base = start = d.offset
+        found = resync(d, unit, 0, pieces[-1][1], out, final=final)
+        if d.mode is FRAMES:
+            d.offset = start + found
+            at = 0
+            for piece, ts in pieces:
+                end = at + len(piece)
+                if end > found:
+                    out.extend(self.feed(d.side, piece[max(found - at, 0) :], ts))
+                at = end
+        elif d.held:  # still a candidate: it keeps the times of its pieces
+            first = len(unit) - d.held_len
+            d.offset = start + first
+            d.held, d.held_times = [], []
+            at = 0
+            for piece, ts in pieces:
+                end = at + len(piece)
+                if end > first:
+                    d.held.append(piece[max(first - at, 0) :])
+                    d.held_times.append(ts)
+                at = end
+            d.held_ts = d.held_times[0]
+        else:
+            d.offset = start + len(unit)
 
     # -- DATA -----------------------------------------------------------------------------
 
@@ -449,7 +496,7 @@ class H2Connection:
                     ts=ts,
                 )
             )
-            self._streams.close(sid, reset=True)
+            self._streams.reset(d.side, sid)
         elif isinstance(frame, SettingsFrame):
             d.on_settings(flags, dict(frame.settings))
         elif isinstance(frame, GoAwayFrame):

@@ -47,6 +47,10 @@ def block_start(
     ``fragment``; ``promised`` -1: a PUSH_PROMISE whose promised stream is unknown."""
     streams = d.streams
     streams.max_stream = max(streams.max_stream, sid, promised)
+    if not d.response and sid > streams.max_client:
+        if sid != streams.max_client + 2:  # a skipped id (or a stream the capture missed)
+            streams.client_ids_known = False
+        streams.max_client = sid
     d.block = [fragment]
     d.block_size = len(fragment)
     d.block_stream = sid
@@ -102,7 +106,13 @@ def block_done(d: Direction, ts: float, out: list[HttpEvent], *, cut: bool = Fal
     block = d.block[0] if len(d.block) == 1 else b"".join(d.block)
     d.block = []  # what clear_block does, inline: once per message
     d.block_stream = 0
-    decoded = d.hpack.decode(block)
+    if d.streams.proving[d.side] and not d.block_promised:
+        d.streams.prove(d.side, sid)  # a HEADERS frame on it: see h2_gaps.settle
+    proof = d.new_stream_proof
+    if proof is not None and sid > proof.max_client:  # (after a client gap: h2_gaps)
+        decoded = proof.decode_new_head(sid, block)
+    else:
+        decoded = d.hpack.decode(block)
     if d.block_size > MAX_HEADER_BLOCK:
         d.hpack.forget()  # the entries the cut part added are unknown
         cut = True

@@ -29,13 +29,14 @@ from agentshark.http.h2_frames import (
     ACK,
     DEFAULT_MAX_FRAME,
     MAX_FRAME_LIMIT,
+    SETTINGS_ENABLE_PUSH,
     SETTINGS_HEADER_TABLE_SIZE,
     SETTINGS_MAX_FRAME_SIZE,
 )
-from agentshark.http.h2_hpack import BlockDecoder
+from agentshark.http.h2_hpack import BlockDecoder, Decoded
 from agentshark.http.h2_streams import Streams
 
-__all__ = ["FRAMES", "Direction", "Mode", "SentSettings"]
+__all__ = ["FRAMES", "Direction", "LostFrames", "Mode", "NewStreamProof", "SentSettings"]
 
 # SETTINGS a side sent and the other side has not acknowledged yet, oldest first
 SentSettings = deque[dict[int, int]]
@@ -49,6 +50,58 @@ class Mode(Enum):
 
 
 FRAMES = Mode.FRAMES  # (a module global: the frame loop compares with it per frame)
+
+
+class LostFrames:
+    """A capture gap past a frame boundary, its cost not decided yet (h2_gaps.settle)."""
+
+    __slots__ = ("acked", "offset", "peer", "peer_parsed", "size", "why")
+
+    def __init__(self, why: str, offset: int, size: int, peer: Direction) -> None:
+        self.why = why  # names the gap
+        self.offset = offset  # where the lost frames start
+        self.size = size  # bytes of them in the gap (exact, or a bound); a resync adds more
+        self.peer = peer  # the other direction
+        self.peer_parsed = peer.offset  # how far it was parsed then
+        self.acked = -2  # what the first segment after the gap acknowledged (-2: not yet)
+
+
+class NewStreamProof:
+    """After a client gap that may have held a header block (h2_gaps.settle): the doubted
+    HPACK entries are confirmed when the open requests have shown a frame each
+    (:meth:`streams_proved`) and the next new stream is ``max_client`` + 2 with a request
+    head (:meth:`new_head`): no new stream's HEADERS was in the gap."""
+
+    __slots__ = ("d", "max_client", "new_done", "streams_done")
+
+    def __init__(self, d: Direction, max_client: int, *, streams_done: bool) -> None:
+        self.d = d
+        self.max_client = max_client
+        self.streams_done = streams_done
+        self.new_done = False
+
+    def streams_proved(self) -> None:
+        self.streams_done = True
+        self._settle()
+
+    def decode_new_head(self, sid: int, block: bytes) -> Decoded:
+        """The first header block on a stream above ``max_client``: tried on a copy of the
+        decoder (on probation, so a pseudo-header it shows was sent in it: a request head,
+        not trailers), then decoded with what that proved."""
+        d = self.d
+        d.new_stream_proof = None
+        tried = d.hpack.copy().decode(block)
+        if sid == self.max_client + 2 and any(name[:1] == ":" for name, _ in tried.headers):
+            self.new_done = True
+            self._settle()
+        else:  # a trailer section, or another id: a lost HEADERS may have opened one
+            d.hpack.drop_doubted()
+        return d.hpack.decode(block)
+
+    def _settle(self) -> None:
+        if self.streams_done and self.new_done:
+            self.d.new_stream_proof = None
+            self.d.hpack.confirm()
 
 
 class Direction:
@@ -70,20 +123,24 @@ class Direction:
         "data_stream",
         "held",
         "held_len",
+        "held_times",
         "held_ts",
         "hpack",
         "max_frame",
         "mode",
         "need",
+        "new_stream_proof",
         "offset",
         "pad_left",
         "peer_settings",
+        "pending",
         "response",
         "settings",
         "side",
         "skip_offset",
         "skipped",
         "streams",
+        "whole",
     )
 
     def __init__(
@@ -105,6 +162,7 @@ class Direction:
         self.held: list[bytes] = []  # bytes of an unfinished frame, preface or resync run
         self.held_len = 0
         self.held_ts = 0.0  # arrival time of the first held byte
+        self.held_times: list[float] = []  # RESYNC mode: the arrival time of each held piece
         self.need = 0  # held bytes wanted before parsing again
         self.data_left = 0  # DATA payload bytes still to come
         self.pad_left = 0  # DATA padding bytes still to come
@@ -126,6 +184,12 @@ class Direction:
         self.peer_settings = peer_settings  # sent by the other side, for this side's ACKs
         self.skipped = 0  # bytes skipped by a resync, not yet reported
         self.skip_offset = 0
+        # Every byte this direction sent is known (no gap, no lost sync, not mid-connection).
+        self.whole = history_known
+        # A gap past a frame boundary waiting for the next segment's ACK number and the
+        # resync's end (h2_gaps). None: none.
+        self.pending: LostFrames | None = None
+        self.new_stream_proof: NewStreamProof | None = None  # (client side, h2_gaps)
 
     # -- SETTINGS -------------------------------------------------------------------------
 
@@ -133,12 +197,17 @@ class Direction:
         """A SETTINGS frame this side sent (``settings``: {} when a gap cut them): an ACK
         puts the oldest SETTINGS of the other side in effect here; the others wait for
         theirs."""
+        streams = self.streams
         if not flags & ACK:
             self.settings.append(settings)
+            if self.side == 0 and settings.get(SETTINGS_ENABLE_PUSH, 0) != 0:
+                streams.push_off = False  # the server may act on it from receipt
             return
         if not self.peer_settings:
             return  # the acknowledged SETTINGS were sent before the capture started
         acked = self.peer_settings.popleft()
+        if self.side == 1 and acked.get(SETTINGS_ENABLE_PUSH) == 0 and streams.settings_sure:
+            streams.push_off = True  # (§6.5.2: no PUSH_PROMISE once it has them)
         table_size = acked.get(SETTINGS_HEADER_TABLE_SIZE)
         if table_size is not None:
             self.hpack.set_table_size_limit(table_size)  # the limit on this side's encoder

@@ -25,6 +25,15 @@ same indexes. Indexes beyond them name entries the capture never showed: they co
 unknown, never as wrong values. Our table holds a subset of the encoder's entries, so it
 evicts no earlier than the encoder does; an entry we still hold is one the encoder may use.
 
+After bytes that may or may not have held a header block (a capture gap between frames:
+see :mod:`~agentshark.http.h2_gaps`), the entries held are kept on probation
+(:meth:`BlockDecoder.doubt`): no index reaches them, entries added since are used (they are
+the encoder's newest whatever was lost), and a literal that names a doubted entry goes in
+under the placeholder name, to get its real name back if the doubt is confirmed
+(:meth:`BlockDecoder.confirm`: nothing was lost) rather than dropped
+(:meth:`BlockDecoder.drop_doubted`: a block may have been). The usual case, no doubt, costs
+one comparison per dynamic table reference.
+
 hpack still does the hard parts: its ``HeaderTable`` (static table, eviction) and its
 Huffman decoder. Walking the fields here is also faster than hpack's ``Decoder`` (no
 per-field logging, memoryview copies or tuple subclasses): 7 against 16 µs for an httpx
@@ -92,11 +101,18 @@ class BlockDecoder:
     SETTINGS_HEADER_TABLE_SIZE is unknown.
     """
 
-    __slots__ = ("_limit", "_table")
+    __slots__ = ("_known", "_limit", "_renames", "_table")
 
     def __init__(self, *, history_known: bool = True) -> None:
         self._table = HeaderTable()
         self._limit: int | None = DEFAULT_TABLE_SIZE if history_known else None
+        # None: every entry held is known at its index. A number: only that many of the
+        # newest entries are; the older ones are a tail kept on probation (:meth:`doubt`).
+        self._known: int | None = None
+        # On probation: entries added under the placeholder name because their name is a
+        # doubted entry's, with that name (or the earlier such entry whose name it is),
+        # which they get if the doubt is confirmed.
+        self._renames: list[tuple[tuple[bytes, bytes], bytes | tuple[bytes, bytes]]] = []
 
     def set_table_size_limit(self, size: int | None) -> None:
         """The receiving peer's SETTINGS_HEADER_TABLE_SIZE, in effect (acknowledged);
@@ -108,12 +124,74 @@ class BlockDecoder:
         table = HeaderTable()
         table.maxsize = self._table.maxsize
         self._table = table
+        self._known = None
+        self._renames = []
+
+    @property
+    def on_probation(self) -> bool:
+        """Entries older than a capture gap are held but not used (:meth:`doubt`)."""
+        return self._known is not None
+
+    def doubt(self) -> None:
+        """Bytes were lost that may, or may not, have held a header block: the entries held
+        now stay, but no index reaches them until :meth:`confirm` (no block was lost) or
+        :meth:`drop_doubted` (one may have been). Entries added from now on are known: they
+        are the newest of the encoder's table whatever the lost bytes held (RFC 7541
+        §2.3.3). A second doubt before the first is settled drops the first's tail."""
+        if self._known is not None:
+            self.drop_doubted()
+        self._known = 0
+
+    def confirm(self) -> None:
+        """The lost bytes held no header block: the doubted entries are where they were,
+        and the entries added since with a doubted entry's name get that name."""
+        self._known = None
+        if self._renames:
+            named: dict[int, bytes] = {}
+            for entry, source in self._renames:  # (oldest first: a source comes before)
+                name = source if isinstance(source, bytes) else named.get(id(source), b"")
+                if name:
+                    named[id(entry)] = name
+            dynamic = self._table.dynamic_entries
+            for i in range(len(dynamic)):
+                entry = dynamic[i]
+                found = named.get(id(entry))  # (the entries are held: their ids are theirs)
+                if found is not None:
+                    dynamic[i] = (found, entry[1])
+            self._renames = []
+
+    def drop_doubted(self) -> None:
+        """The lost bytes may have held a header block: the doubted entries are unknown."""
+        known = self._known
+        if known is None:
+            return
+        self._known = None
+        dynamic = self._table.dynamic_entries
+        kept = [dynamic[i] for i in range(min(known, len(dynamic)) - 1, -1, -1)]
+        self.forget()
+        for name, value in kept:  # oldest first, so each goes in at the front as it did
+            self._table.add(name, value)
+
+    def copy(self) -> BlockDecoder:
+        """A decoder in the same state, to try a block on (no more than a table's worth)."""
+        other = BlockDecoder()
+        other._limit = self._limit
+        other._known = self._known
+        table = other._table
+        table.maxsize = self._table.maxsize
+        for name, value in reversed(self._table.dynamic_entries):
+            table.add(name, value)
+        return other
 
     def decode(self, block: bytes) -> Decoded:
         """The fields of ``block`` in order, names and values as sent (UTF-8, or Latin-1
         where that fails). Never raises; see the module docstring for what is left out."""
         table = self._table
         dynamic = table.dynamic_entries
+        known = self._known  # None: every entry is known (the usual case)
+        # on probation: the name of the doubted entry a literal names, or the entry whose
+        # name it is when that one waits for its name (see _renames)
+        doubted: bytes | tuple[bytes, bytes] = b""
         texts = _text_cache
         headers: Headers = []
         unknown_fields: list[int] = []  # indexes of dynamic entries the capture never showed
@@ -134,7 +212,9 @@ class BlockDecoder:
                         name, value = _STATIC[index - 1]
                     elif index == 0:
                         raise _CorruptBlockError("index 0")  # a decoding error (§6.1)
-                    elif index - _STATIC_ENTRIES <= len(dynamic):
+                    elif index - _STATIC_ENTRIES <= len(dynamic) and (
+                        known is None or index - _STATIC_ENTRIES <= known
+                    ):
                         name, value = dynamic[index - _STATIC_ENTRIES - 1]
                         if name == _UNKNOWN_NAME:
                             unknown_fields.append(index)
@@ -167,15 +247,27 @@ class BlockDecoder:
                         name, pos = _string(block, pos)
                     elif index <= _STATIC_ENTRIES:
                         name = _STATIC[index - 1][0]
-                    elif index - _STATIC_ENTRIES <= len(dynamic):
+                    elif index - _STATIC_ENTRIES <= len(dynamic) and (
+                        known is None or index - _STATIC_ENTRIES <= known
+                    ):
                         name = dynamic[index - _STATIC_ENTRIES - 1][0]
+                        if not name and known is not None:  # it may get its name back
+                            doubted = dynamic[index - _STATIC_ENTRIES - 1]
                     else:
                         name = _UNKNOWN_NAME
+                        if index - _STATIC_ENTRIES <= len(dynamic):  # (on probation)
+                            doubted = dynamic[index - _STATIC_ENTRIES - 1][0]
                     value, pos = _string(block, pos)
                     if indexing:
                         table.add(name, value)
+                        if known is not None:
+                            known += 1
                     if name == _UNKNOWN_NAME:
                         unknown_names.append(index)
+                        if doubted:
+                            if indexing and dynamic and dynamic[0][1] is value:
+                                self._renames.append((dynamic[0], doubted))
+                            doubted = b""
                         continue
                 kept += 32 + len(name) + len(value)
                 if kept <= MAX_HEADER_LIST:  # past it, keep parsing for the table's sake
@@ -197,6 +289,8 @@ class BlockDecoder:
                     f"the dynamic table size {table.maxsize} exceeds the {self._limit} "
                     "the peer allowed in SETTINGS_HEADER_TABLE_SIZE (no size update)"
                 )
+        if known is not None and self._known is not None:  # (forget() settled it otherwise)
+            self._known = min(known, len(dynamic))
         if kept > MAX_HEADER_LIST:
             problems.append(
                 f"the header list exceeds {MAX_HEADER_LIST} bytes; the rest is left out"

@@ -6,6 +6,10 @@ Each stream carries two messages, the request (side 0, sent by the client) and t
 message is its head, a later one its trailer section; a response head with a 1xx status is
 informational and leaves the response NONE.
 
+After a capture gap, a message may wait in ``PROVING`` (OPEN for everything else): its
+next DATA or HEADERS frame proves that the gap held no END_STREAM of it, which the gap's
+HPACK decision waits for (:meth:`Streams.await_proof`, :mod:`~agentshark.http.h2_gaps`).
+
 A message is "lossy" when the capture cannot vouch for it: its head was missed (the capture
 started mid-connection) or lost, its header block did not fully decode (HPACK entries the
 capture never showed, a block cut short), or a capture gap may have held one of its frames
@@ -16,7 +20,10 @@ clean capture would not give.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from agentshark.http.events import (
+    GapAffected,
     HttpEvent,
     InformationalResponse,
     MessageEnded,
@@ -32,14 +39,19 @@ from agentshark.model import Headers
 __all__ = ["ENDED", "NONE", "OPEN", "Stream", "Streams"]
 
 NONE, OPEN, ENDED = 0, 1, 2  # message states; ints, read once per DATA frame
+# OPEN, and awaited: the next DATA or HEADERS frame on it proves that a capture gap held
+# no END_STREAM of it (:meth:`Streams.await_proof`). Not OPEN, so that the DATA fast path
+# of :meth:`Streams.data_start` misses it and the slow path takes the proof.
+PROVING = 3
 CLOSED_MEMORY = 1024  # closed stream ids remembered exactly (older ones by a floor)
 
 
 class Stream:
-    __slots__ = ("lossy", "method", "protocol", "state")
+    __slots__ = ("head_offset", "lossy", "method", "protocol", "state")
 
     def __init__(self) -> None:
         self.state = [NONE, NONE]  # request, response
+        self.head_offset = -1  # client stream offset of the request's header block (-1: none)
         self.lossy = [False, False]  # the message's end is never complete (module docstring)
         self.method = ""
         self.protocol = ""  # :protocol of an extended CONNECT (RFC 8441)
@@ -53,6 +65,31 @@ class Streams:
         self._closed: dict[int, bool] = {}  # recently closed ids (True: by a reset), oldest first
         self._closed_floor = [0, 0]  # by parity: ids up to this that are not open are closed
         self.max_stream = 0  # the highest id opened by HEADERS or PUSH_PROMISE
+        # Evidence about capture gaps (see h2_gaps): the streams whose next DATA or HEADERS
+        # frame from each side settles a gap, and what to call when all of them have.
+        self.proving: tuple[set[int], set[int]] = (set(), set())
+        self.on_proved: list[Callable[[], None] | None] = [None, None]
+        # A request whose header block starts below this client offset may have been
+        # answered in server bytes a gap lost (``answered_why`` names the gap).
+        self.answered_below = -1
+        self.answered_why = ""
+        self.answered_at = 0  # (the server offset of that gap)
+        # The server has received SETTINGS_ENABLE_PUSH 0 (it acknowledged them, and no
+        # SETTINGS it may have received since can have turned push on): no PUSH_PROMISE.
+        self.push_off = False
+        self.settings_sure = True  # no SETTINGS or ACK was lost: ACKs pair as sent
+        # The client reset a stream whose response had not ended: frames the server sent
+        # on it before the reset arrived, header blocks among them, are in flight.
+        self.crossing = False
+        # The highest client stream id opened, and whether every client stream is known:
+        # the capture saw the connection start and each new id was the last one + 2.
+        self.max_client = -1
+        self.client_ids_known = True
+        # A client gap past a frame boundary came when the client had opened streams up
+        # to this id: a later response on a stream above it whose request was never seen
+        # answers a request the gap may have held (``requests_lost_why`` names it).
+        self.requests_lost_above = 1 << 31
+        self.requests_lost_why = ""
 
     def get(self, sid: int) -> Stream | None:
         """Stream ``sid``, created when new; None when it is closed (or is stream 0)."""
@@ -70,6 +107,13 @@ class Streams:
         if s is not None:
             return s.state[side] != ENDED
         return sid not in self._closed and sid > self._closed_floor[sid & 1]
+
+    def reset(self, side: int, sid: int) -> None:
+        """``side`` sent RST_STREAM on ``sid``."""
+        s = self._open.get(sid)
+        if side == 0 and s is not None and s.state[1] != ENDED:
+            self.crossing = True
+        self.close(sid, reset=True)
 
     def close(self, sid: int, *, reset: bool = False) -> None:
         """Closed by both END_STREAMs or by a reset: later frames on it are ignored (§5.1),
@@ -110,7 +154,8 @@ class Streams:
             message = f"HEADERS on stream {sid} after its END_STREAM; ignored"
             out.append(_error(side, offset, ts, message, sid))
             return
-        if state == OPEN:
+        if state in (OPEN, PROVING):
+            s.state[side] = OPEN  # (a PROVING one was proved before its block was decoded)
             self._trailers(side, sid, decoded, end_stream, offset, ts, out)
             return
         if (
@@ -131,6 +176,7 @@ class Streams:
             self._trailers(side, sid, decoded, end_stream, offset, ts, out)
             return
         if side == 0:
+            s.head_offset = offset
             method = _pseudo(headers, ":method") or "?"
             target = _pseudo(headers, ":path")
             if target is None:  # CONNECT names an authority, not a path (§8.5)
@@ -147,7 +193,20 @@ class Streams:
                     ts=started,
                 )
             )
+            if offset < self.answered_below:
+                self._answered_in_gap(sid, s, ts, out)
         else:
+            if s.state[0] == NONE and sid & 1 and sid > self.requests_lost_above:
+                out.append(
+                    GapAffected(
+                        stream=sid,
+                        response=False,
+                        code="http.request_lost",
+                        message=f"{self.requests_lost_why}: the request this response "
+                        "answers was never seen; it was in the lost bytes, or not captured",
+                        ts=started,
+                    )
+                )
             status = _status(_pseudo(headers, ":status"))
             if 100 <= status < 200:
                 out.append(
@@ -256,6 +315,9 @@ class Streams:
         state = s.state[side]
         if state == OPEN:
             return True
+        if state == PROVING:
+            self.prove(side, sid)
+            return True
         if state == ENDED:
             out.append(
                 _error(side, offset, ts, f"DATA on stream {sid} after its END_STREAM; ignored", sid)
@@ -307,6 +369,77 @@ class Streams:
                 message = f"{why}: frames of this stream may be lost; its {what} is incomplete"
                 out.append(_error(side, offset, ts, message, sid))
 
+    def taint_unanswered(
+        self, bound: int, offset: int, ts: float, out: list[HttpEvent], why: str, *, heads: bool
+    ) -> tuple[set[int], bool]:
+        """Server frames were lost (``why``) that the server wrote before it had received
+        ``bound`` client bytes: every response not ended whose request's header block
+        starts below ``bound`` (or is unknown) becomes lossy, with a ParseError on its
+        stream; one whose request came at or past ``bound`` cannot have frames in the lost
+        bytes and stays whole, and so does one with no response head yet when the lost
+        bytes are too few to hold one (``heads`` False). A later request below ``bound``
+        is tainted when it comes (:meth:`on_head`). Returns the tainted streams whose
+        response head was seen (only their END_STREAM, in trailers, can have been a header
+        block) and whether any tainted response had no head yet (its head, or a 1xx, may
+        have been lost)."""
+        if heads:
+            self.answered_below = max(self.answered_below, bound)
+            self.answered_why = why
+            self.answered_at = offset
+        opened: set[int] = set()
+        headless = False
+        for sid, s in self._open.items():
+            state = s.state[1]
+            if (
+                state == ENDED
+                or (sid & 1 and 0 <= bound <= s.head_offset)
+                or (state == NONE and not heads)
+            ):
+                continue
+            s.lossy[1] = True
+            message = f"{why}: frames of this stream may be lost; its response is incomplete"
+            out.append(_error(1, offset, ts, message, sid))
+            if state == NONE:
+                headless = True
+            else:
+                opened.add(sid)
+        return opened, headless
+
+    def open_messages(self, side: int) -> set[int]:
+        """The streams whose message from ``side`` has begun and not ended."""
+        return {sid for sid, s in self._open.items() if s.state[side] in (OPEN, PROVING)}
+
+    def await_proof(self, side: int, sids: set[int], on_proved: Callable[[], None]) -> None:
+        """Call ``on_proved`` once each of ``sids`` has shown a DATA or HEADERS frame from
+        ``side`` (the streams' messages are open); the streams awaited before are not any
+        more (their gap was settled otherwise)."""
+        self.proving[side].clear()
+        self.proving[side].update(sids)
+        self.on_proved[side] = on_proved
+        for sid in sids:
+            self._open[sid].state[side] = PROVING
+
+    def prove(self, side: int, sid: int) -> None:
+        """A DATA or HEADERS frame from ``side`` on ``sid`` (about to be handled)."""
+        s = self._open.get(sid)
+        if s is not None and s.state[side] == PROVING:
+            s.state[side] = OPEN
+        waiting = self.proving[side]
+        if sid in waiting:
+            waiting.discard(sid)
+            done = self.on_proved[side]
+            if not waiting and done is not None:
+                self.on_proved[side] = None
+                done()
+
+    def _answered_in_gap(self, sid: int, s: Stream, ts: float, out: list[HttpEvent]) -> None:
+        s.lossy[1] = True
+        message = (
+            f"{self.answered_why}: the server may have received this request before it sent the "
+            "lost bytes, so frames of its response may be lost; its response is incomplete"
+        )
+        out.append(_error(1, self.answered_at, ts, message, sid))
+
     def taint(self, side: int, sid: int) -> None:
         """The message of ``side`` on ``sid`` lost a frame (a gap cut it)."""
         s = self.get(sid) if sid else None
@@ -352,7 +485,7 @@ class Streams:
     def end_open(self, side: int, ts: float, out: list[HttpEvent]) -> None:
         """Every message ``side`` left open ends here, incomplete."""
         for sid, s in list(self._open.items()):
-            if s.state[side] == OPEN:
+            if s.state[side] in (OPEN, PROVING):
                 self.end_message(side, sid, ts, out, complete=False)
 
     def _close_if_done(self, sid: int, s: Stream) -> None:

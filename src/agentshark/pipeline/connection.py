@@ -81,10 +81,11 @@ class HttpSession:
 
     def feed(self, direction: int, data: bytes, ts: float, acked: int = -1) -> list[Exchange]:
         """``acked``: what the segment carrying ``data`` acknowledged of the other direction
-        (HTTP/1 pairs responses by it after a gap; HTTP/2 does not need it)."""
+        (HTTP/1 pairs responses by it after a gap; HTTP/2 tells by it which streams a gap
+        can have touched)."""
         h2 = self._h2
         if h2 is not None:
-            events = h2.feed(direction, data, ts)
+            events = h2.feed(direction, data, ts, acked)
             return self._emit(events) if events else []
         assert self._h1 is not None
         events = self._h1.feed(direction, data, ts, acked)
