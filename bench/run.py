@@ -2,6 +2,7 @@
 
     python3 bench/run.py [CAPTURE] [--reps 3] [--tools agentshark,bare_loop,...]
     python3 bench/run.py bench/out/bench_tls13_h1.pcap [--keylog K] [--baseline CLEAR.pcap]
+    python3 bench/run.py REF.pcap --compare OTHER.pcap[,...] [--tools agentshark,agentshark-calls]
 
 CAPTURE defaults to bench/out/bench_h1.pcap; its counts come from ``<capture>.truth.json``
 (written by ``bench/make_capture.py``). Each tool runs as its own child process, so the wall
@@ -13,6 +14,11 @@ ratios of agentshark to the others, and appends one JSON line per tool to
 
 Tools (``--tools``, comma-separated; default all):
   agentshark      agentshark exchanges FILE --format json > /dev/null
+  agentshark_calls    agentshark calls FILE --format json > /dev/null
+  agentshark_analyze  agentshark analyze FILE --format json > /dev/null
+                  (each agentshark row is checked by one more, untimed run: exchanges against
+                  the truth; for calls/analyze the calls by API and the exchanges recognized
+                  as an API that is not parsed)
   bare_loop       python bench/bare_loop.py FILE (record header + f.read per record)
   tshark_read     tshark -r FILE -q                     (reads only, no dissection)
   tshark_filter   tshark -r FILE -d ... -Y http -q      (dissects, prints nothing)
@@ -20,6 +26,12 @@ Tools (``--tools``, comma-separated; default all):
                   -e http.file_data | wc -l             (bodies as fields; lines = 2 x exchanges)
   tshark_json     tshark ... -Y http -T json | wc -c
 A tool that is missing or fails gets a row saying so (with its stderr tail); the run goes on.
+Tool names take ``-`` or ``_`` alike (``agentshark-calls``).
+
+``--compare OTHER.pcap[,MORE.pcap]`` (``bench/compare.py``): the same tools (default
+``agentshark,agentshark_calls``) on CAPTURE and each other capture, interleaved rep by rep, then
+each one's cost per MB against CAPTURE and the API layer (calls minus exchanges) per MB: the
+per-byte cost of one API family's traffic against another's, measured back to back.
 
 TLS captures (``--keylog K``, found by itself as ``<capture>.keys.log``): agentshark gets
 ``--keylog K``; tshark gets ``-o tls.keylog_file:K -d tcp.port==PORT,tls``, filter
