@@ -47,7 +47,7 @@ from collections.abc import (
     Sequence,
 )
 from pathlib import Path
-from typing import Any, Protocol, TypedDict, TypeVar
+from typing import Any, NotRequired, Protocol, TypedDict, TypeVar
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_ROOT = BENCH_DIR.parent
@@ -88,8 +88,14 @@ _SECRET_IN_BODY = re.compile(r"sk-(?:ant-|proj-)?[A-Za-z0-9_\-]{16,}")
 
 class PoolEntry(TypedDict):
     """One recorded exchange, ready to replay: the client sends ``req_*``, the server answers
-    ``status``/``resp_*``. ``resp_body`` is text, or base64 of the recorded bytes when
-    ``resp_b64`` (gzip bodies)."""
+    ``status``/``resp_*``. ``resp_body`` is text, or base64 of the bytes when ``resp_b64``
+    (gzip bodies, AWS event streams).
+
+    Entries of the families other than OpenAI/Anthropic (``bench/pool.py``) add their
+    ``family``, the recorded ``query`` (what the client requests after the path), the
+    response's ``framing`` (``json``, ``sse``, ``json-array``, ``eventstream``) and, for a
+    stream, ``chunk_ends``: where each of the server's writes ends in the body
+    (``bench/streams.py``). The default pool's entries have none of these."""
 
     id: int
     source: str
@@ -102,6 +108,10 @@ class PoolEntry(TypedDict):
     resp_body: str
     resp_b64: bool
     sse: bool
+    family: NotRequired[str]
+    query: NotRequired[str]
+    framing: NotRequired[str]
+    chunk_ends: NotRequired[list[int]]
 
 
 # -- ASGI apps of the generators' servers ----------------------------------------------------
@@ -318,7 +328,7 @@ def load_cassette(path: Path) -> list[dict[str, Any]]:
     return [it for it in items if isinstance(it, dict) and isinstance(it.get("request"), dict)]
 
 
-def _header_pairs(headers: object) -> list[tuple[str, str]]:
+def header_pairs(headers: object) -> list[tuple[str, str]]:
     """A cassette's ``{name: [values]}`` (values may be one string, or ``!!binary``) as pairs."""
     if not isinstance(headers, dict):
         return []
@@ -333,7 +343,7 @@ def _header_pairs(headers: object) -> list[tuple[str, str]]:
     return pairs
 
 
-def _first(pairs: list[tuple[str, str]], name: str) -> str | None:
+def first_header(pairs: list[tuple[str, str]], name: str) -> str | None:
     return next((v for k, v in pairs if k.lower() == name), None)
 
 
@@ -375,7 +385,8 @@ def request_body_text(request: dict[str, Any]) -> str | None:
     return body if isinstance(body, str) and body else None
 
 
-def _response_body(response: dict[str, Any]) -> bytes | None:
+def recorded_response_body(response: dict[str, Any]) -> bytes | None:
+    """A cassette response's body as bytes (``parsed_body`` serialized as JSON), or None."""
     if "parsed_body" in response and response["parsed_body"] is not None:
         return json.dumps(response["parsed_body"], ensure_ascii=False).encode()
     body = response.get("body")
@@ -404,12 +415,12 @@ def entry_from_interaction(
     req_path = path or urlsplit(str(request.get("uri", ""))).path
     req_text = request_body_text(request)
     status = (response.get("status") or {}).get("code")
-    body = _response_body(response)
+    body = recorded_response_body(response)
     if req_text is None or body is None or not isinstance(status, int) or not body:
         return None
-    rpairs = _header_pairs(response.get("headers"))
-    ctype = _first(rpairs, "content-type") or ""
-    cenc = (_first(rpairs, "content-encoding") or "").strip().lower()
+    rpairs = header_pairs(response.get("headers"))
+    ctype = first_header(rpairs, "content-type") or ""
+    cenc = (first_header(rpairs, "content-encoding") or "").strip().lower()
     is_gzip = body[:2] == b"\x1f\x8b"
     sse = "text/event-stream" in ctype.lower()
     if is_gzip and cenc != "gzip":
@@ -439,7 +450,7 @@ def entry_from_interaction(
         source=source,
         method=method,
         path=req_path,
-        req_headers=client_headers(_header_pairs(request.get("headers")), req_path),
+        req_headers=client_headers(header_pairs(request.get("headers")), req_path),
         req_body=scrub_secrets(req_text),
         status=status,
         resp_headers=resp_headers,
@@ -457,8 +468,9 @@ def response_bytes(entry: PoolEntry) -> bytes:
 
 
 def decoded_response_bytes(entry: PoolEntry) -> bytes:
+    """The response body with gzip undone (base64 bodies that are not gzip stay as they are)."""
     body = response_bytes(entry)
-    return gzip.decompress(body) if entry["resp_b64"] else body
+    return gzip.decompress(body) if entry["resp_b64"] and body[:2] == b"\x1f\x8b" else body
 
 
 def write_json(path: Path, data: object) -> None:

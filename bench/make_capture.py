@@ -4,6 +4,9 @@
     python3 bench/make_capture.py --mb 440     # bench/out/bench_h1_440mb.pcap
     python3 bench/make_capture.py --tls        # bench/out/bench_tls13_h1.pcap + .keys.log
     python3 bench/make_capture.py --h2         # bench/out/bench_tls13_h2.pcap + .keys.log
+    python3 bench/make_capture.py --families gemini,bedrock --mb 100
+                                               # bench/out/bench_gemini_bedrock_100mb.pcap
+    python3 bench/make_capture.py --families all   # bench/out/bench_all.pcap, every family
 
 Real software on loopback: a hypercorn server (``bench/replay_server.py``) answers POST
 /v1/chat/completions, /v1/responses and /v1/messages with the response bodies recorded in the
@@ -11,6 +14,13 @@ corpus cassettes (JSON, gzip JSON, SSE sent event by event), and ``--conns`` con
 keep-alive connections send the recorded request bodies, each connection closed and reopened
 after ``--per-conn`` exchanges, until tcpdump's file reaches ``--mb``. Every response is checked
 byte for byte by the client. tcpdump must drop nothing: on drops the run is retried slower.
+
+``--families`` picks the pool (``bench/pool.py``): the default ``openai,anthropic`` is the one
+above, unchanged; ``gemini`` adds ``:generateContent`` / ``:streamGenerateContent`` (SSE with
+``alt=sse``, else one JSON array sent element by element), ``bedrock`` the Converse and
+InvokeModel endpoints (event streams sent frame by frame, byte-exact); ``all`` mixes the four.
+Their requests carry fake credentials of the right kind (``x-goog-api-key`` or an OAuth Bearer,
+SigV4 ``Authorization`` with ``X-Amz-Date``).
 
 ``--tls``: the same over TLS 1.3 (HTTP/1.1, ALPN http/1.1); ``--h2``: TLS 1.3 with ALPN h2, httpx
 ``http2=True`` against hypercorn's HTTP/2 (one stream at a time per connection, so the shape
@@ -20,7 +30,8 @@ temporary folder and thrown away; the client verifies it and writes the NSS key 
 
 Writes ``bench/out/<name>.pcap``, ``<name>.truth.json`` (counts from the client's own records)
 and ``<name>.exchanges.jsonl`` (one line per exchange, in completion order). The pool of
-replayable exchanges is built once from the corpus and cached in ``bench/out/pool.json``.
+replayable exchanges is built once from the corpus and cached in ``bench/out/pool.json``
+(``pool_<families>.json`` for the other pools).
 The script installs what it needs (tcpdump via apt-get, a venv in ``bench/.venv-gen``) and
 re-runs itself in that venv.
 """
@@ -30,7 +41,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
-import hashlib
 import importlib
 import json
 import random
@@ -42,10 +52,12 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 import genlib
+import pool
 
-PATH_SUFFIXES = ("/v1/chat/completions", "/v1/responses", "/v1/messages")
-MAX_BODY_BYTES = 4 * 1024 * 1024
-POOL_VERSION = 1
+PATH_SUFFIXES = pool.PATH_SUFFIXES
+MAX_BODY_BYTES = pool.MAX_BODY_BYTES
+POOL_VERSION = pool.POOL_VERSION
+build_pool = pool.build_pool
 
 
 class ExchangeRecord(TypedDict):
@@ -55,6 +67,9 @@ class ExchangeRecord(TypedDict):
     http_version: str
     entry: int
     path: str
+    family: str
+    framing: str
+    server_writes: int
     status: int
     sse: bool
     sse_data_events: int
@@ -70,74 +85,20 @@ class ExchangeRecord(TypedDict):
 # --------------------------------------------------------------------------- the pool
 
 
-def _manifest_digest(corpus: Path) -> str:
-    return hashlib.sha256((corpus / "manifest.jsonl").read_bytes()).hexdigest()
-
-
-def build_pool(corpus: Path) -> dict[str, Any]:
-    """Every distinct 200-status POST to the three endpoints found in the corpus cassettes
-    (gateway prefixes such as /openai/v1/... normalized to /v1/...), keyed by path and body."""
-    t0 = time.monotonic()
-    files: list[str] = []
-    with (corpus / "manifest.jsonl").open() as f:
-        for line in f:
-            item = json.loads(line)
-            if item.get("format") == "vcr-yaml":
-                files.append(item["file"])
-    entries: list[genlib.PoolEntry] = []
-    seen: set[tuple[str, str]] = set()
-    cassettes: set[str] = set()
-    for rel in sorted(files):
-        try:
-            interactions = genlib.load_cassette(corpus / rel)
-        except Exception as exc:  # noqa: BLE001 - a cassette PyYAML cannot read is skipped
-            genlib.log(f"skipping {rel}: {type(exc).__name__}")
-            continue
-        for i, it in enumerate(interactions):
-            req = it["request"]
-            uri = str(req.get("uri", ""))
-            suffix = next((s for s in PATH_SUFFIXES if uri.split("?")[0].endswith(s)), None)
-            if suffix is None or str(req.get("method", "")).upper() != "POST":
-                continue
-            entry = genlib.entry_from_interaction(
-                it, f"{rel}#{i}", path=suffix, entry_id=len(entries)
-            )
-            if entry is None or entry["status"] != 200:
-                continue
-            if len(entry["req_body"]) > MAX_BODY_BYTES or len(entry["resp_body"]) > MAX_BODY_BYTES:
-                continue
-            key = (entry["path"], entry["req_body"])
-            if key in seen:
-                continue
-            seen.add(key)
-            cassettes.add(rel)
-            entries.append(entry)
-    genlib.log(
-        f"pool: {len(entries)} exchanges from {len(cassettes)} cassettes "
-        f"({sum(e['sse'] for e in entries)} SSE) in {time.monotonic() - t0:.1f} s"
-    )
-    return {
-        "version": POOL_VERSION,
-        "corpus": str(corpus),
-        "manifest_sha256": _manifest_digest(corpus),
-        "cassettes": len(cassettes),
-        "entries": entries,
-    }
-
-
 def load_pool(corpus: Path, pool_path: Path, rebuild: bool) -> dict[str, Any]:
-    if pool_path.exists() and not rebuild:
-        pool: dict[str, Any] = json.loads(pool_path.read_text())
-        if pool.get("version") == POOL_VERSION and pool.get("manifest_sha256") == _manifest_digest(
-            corpus
-        ):
-            return pool
-    pool = build_pool(corpus)
-    genlib.write_json(pool_path, pool)
-    return pool
+    """The default pool (``bench/pool.py``); a module attribute so that
+    ``scripts/make_fault_captures.py`` can narrow it."""
+    return pool.load_pool(corpus, pool_path, rebuild)
 
 
 # --------------------------------------------------------------------------- the client
+
+
+def server_writes(entry: genlib.PoolEntry) -> int:
+    """How many writes the replay server makes of the entry's body (one per stream piece)."""
+    if "chunk_ends" in entry:
+        return len(entry["chunk_ends"])
+    return len(genlib.split_sse_events(genlib.response_bytes(entry))) if entry["sse"] else 1
 
 
 class Run:
@@ -156,6 +117,8 @@ class Run:
         self.expected = [genlib.response_bytes(e) for e in entries]
         self.decoded_len = [len(genlib.decoded_response_bytes(e)) for e in entries]
         self.bodies = [e["req_body"].encode() for e in entries]
+        self.targets = [pool.entry_target(e) for e in entries]
+        self.writes = [server_writes(e) for e in entries]
         self.headers = [[(k, v) for k, v in e["req_headers"]] for e in entries]
         self.base_url = base_url
         self.args = args
@@ -194,7 +157,7 @@ class Run:
         entry = self.entries[idx]
         t_start = time.time()
         async with client.stream(
-            entry["method"], entry["path"], content=self.bodies[idx], headers=self.headers[idx]
+            entry["method"], self.targets[idx], content=self.bodies[idx], headers=self.headers[idx]
         ) as resp:
             raw = b"".join([chunk async for chunk in resp.aiter_raw()])
             stream = resp.extensions["network_stream"]
@@ -223,7 +186,10 @@ class Run:
                 client_port=int(addr[1]),
                 http_version=version,
                 entry=idx,
-                path=entry["path"],
+                path=self.targets[idx],
+                family=pool.entry_family(entry),
+                framing=entry.get("framing", "sse" if entry["sse"] else "json"),
+                server_writes=self.writes[idx],
                 status=status,
                 sse=entry["sse"],
                 sse_data_events=sse["data_events"] if sse else 0,
@@ -276,6 +242,12 @@ def summarize(records: list[ExchangeRecord]) -> dict[str, Any]:
         "response_decoded_bytes": sum(r["response_decoded_bytes"] for r in records),
         "connections": len({r["client_port"] for r in records}),
         "paths": dict(collections.Counter(r["path"] for r in records).most_common()),
+        "families": dict(collections.Counter(r["family"] for r in records).most_common()),
+        "framings": dict(collections.Counter(r["framing"] for r in records).most_common()),
+        "stream_writes": {
+            framing: sum(r["server_writes"] for r in records if r["framing"] == framing)
+            for framing in sorted({r["framing"] for r in records} - {"json"})
+        },
         "statuses": {
             str(k): v for k, v in collections.Counter(r["status"] for r in records).most_common()
         },
@@ -339,8 +311,16 @@ def main() -> int:
     ap.add_argument("--mb", type=float, default=220, help="stop at this capture size (MB, 1e6)")
     ap.add_argument(
         "--name",
-        help="output name (default bench_h1, bench_tls13_h1 or bench_tls13_h2, with _<mb>mb "
-        "when --mb is not 220)",
+        help="output name (default bench_h1, bench_tls13_h1 or bench_tls13_h2, or with "
+        "--families bench_<families>, bench_tls13_h1_<families>...; with _<mb>mb when --mb is "
+        "not 220)",
+    )
+    ap.add_argument(
+        "--families",
+        default=",".join(pool.DEFAULT_FAMILIES),
+        help="API families of the pool, comma-separated, or 'all' (known: "
+        f"{', '.join(pool.FAMILIES)}; default {','.join(pool.DEFAULT_FAMILIES)}, the pool of "
+        "the published figures); other pools name the capture bench_<families>[_<mb>mb]",
     )
     ap.add_argument("--tls", action="store_true", help="TLS 1.3, HTTP/1.1")
     ap.add_argument("--h2", action="store_true", help="TLS 1.3, ALPN h2 (implies --tls)")
@@ -357,7 +337,13 @@ def main() -> int:
     ap.add_argument("--attempts", type=int, default=3, help="tries when tcpdump drops packets")
     args = ap.parse_args()
     args.tls = args.tls or args.h2
+    try:
+        args.families = pool.parse_families(args.families)
+    except ValueError as exc:
+        ap.error(str(exc))
     variant = "bench_tls13_h2" if args.h2 else "bench_tls13_h1" if args.tls else "bench_h1"
+    if tag := pool.families_tag(args.families):
+        variant = f"{variant if args.tls else 'bench'}_{tag}"
     if args.name is None:
         args.name = variant if args.mb == 220 else f"{variant}_{args.mb:g}mb"
     if args.port is None:
@@ -374,9 +360,14 @@ def main() -> int:
 def make(args: argparse.Namespace, certs: dict[str, Path] | None) -> int:
     t_total = time.monotonic()
     tcpdump = genlib.ensure_tcpdump()
-    pool_path = genlib.OUT_DIR / "pool.json"
-    pool = load_pool(args.corpus.resolve(), pool_path, args.rebuild_pool)
-    entries: list[genlib.PoolEntry] = pool["entries"]
+    pool_path = genlib.OUT_DIR / pool.pool_file(args.families)
+    if args.families == pool.DEFAULT_FAMILIES:  # the call scripts/make_fault_captures.py wraps
+        pool_doc = load_pool(args.corpus.resolve(), pool_path, args.rebuild_pool)
+    else:
+        pool_doc = pool.load_pool(
+            args.corpus.resolve(), pool_path, args.rebuild_pool, args.families
+        )
+    entries: list[genlib.PoolEntry] = pool_doc["entries"]
     pcap = genlib.OUT_DIR / f"{args.name}.pcap"
 
     conns, delay = args.conns, args.sse_delay_ms
@@ -424,8 +415,9 @@ def make(args: argparse.Namespace, certs: dict[str, Path] | None) -> int:
         "pool": {
             "entries": len(entries),
             "sse_entries": sum(e["sse"] for e in entries),
-            "cassettes": pool["cassettes"],
-            "file": "pool.json",
+            "cassettes": pool_doc["cassettes"],
+            "file": pool_path.name,
+            "families": list(args.families),
         },
         "software": {
             **genlib.package_versions("hypercorn", "httpx", "h11", "httpcore"),

@@ -6,11 +6,13 @@ Runs in the generator venv (``bench/.venv-gen``), started by ``genlib.start_repl
         [--certfile CERT --keyfile KEY]     # TLS (ALPN h2, http/1.1): HTTP/1.1 or HTTP/2
 
 ``POOL.json`` is a list of ``genlib.PoolEntry`` (or an object with them in ``entries``). A
-request is matched on (method, path, body) exactly, so the wire carries nothing but what the
-recorded client sent. JSON bodies go out in one write with a Content-Length; SSE bodies go out
-one event per write (an HTTP/1.1 chunk, or an HTTP/2 DATA frame; over TLS, its own record) with
-``--sse-delay-ms`` between events, as a real token stream does, so that each event is its own
-TCP segment. An unmatched request gets a 599 JSON
+request is matched on (method, request target as sent: the raw path, percent-encoding kept, and
+the query, body) exactly, so the wire carries nothing but what the recorded client sent. JSON
+bodies go out in one write with a Content-Length; SSE bodies go out one event per write (an
+HTTP/1.1 chunk, or an HTTP/2 DATA frame; over TLS, its own record) with ``--sse-delay-ms``
+between events, as a real token stream does, so that each event is its own TCP segment; an
+entry with ``chunk_ends`` (Gemini JSON-array streams, AWS event streams, ``bench/streams.py``)
+goes out one piece per write the same way. An unmatched request gets a 599 JSON
 error (the client counts it as a mismatch). The app is plain ASGI: no framework between
 hypercorn and the bytes.
 """
@@ -39,7 +41,11 @@ class Reply:
         self.headers = [
             (k.encode("latin-1"), v.encode("latin-1")) for k, v in entry["resp_headers"]
         ]
-        if entry["sse"]:
+        if "chunk_ends" in entry:  # the other families' streams, cut where a real server writes
+            self.stream = True
+            starts = [0, *entry["chunk_ends"][:-1]]
+            self.chunks = [body[a:b] for a, b in zip(starts, entry["chunk_ends"], strict=True)]
+        elif entry["sse"]:
             self.chunks = genlib.split_sse_events(body)
         else:
             self.chunks = [body]
@@ -51,7 +57,9 @@ def load_table(pool_path: Path) -> dict[tuple[str, str, bytes], Reply]:
     entries: list[genlib.PoolEntry] = data["entries"] if isinstance(data, dict) else data
     table: dict[tuple[str, str, bytes], Reply] = {}
     for e in entries:
-        table.setdefault((e["method"], e["path"], e["req_body"].encode()), Reply(e))
+        query = e.get("query", "")
+        target = f"{e['path']}?{query}" if query else e["path"]
+        table.setdefault((e["method"], target, e["req_body"].encode()), Reply(e))
     return table
 
 
@@ -62,7 +70,10 @@ def make_app(
         body = await genlib.asgi_request_body(scope, receive, send)
         if body is None:
             return
-        reply = table.get((scope["method"], scope["path"], body))
+        raw_path: bytes = scope.get("raw_path") or scope["path"].encode("latin-1")
+        query: bytes = scope.get("query_string", b"")
+        target = (raw_path + b"?" + query if query else raw_path).decode("latin-1")
+        reply = table.get((scope["method"], target, body))
         if reply is None:
             body = b'{"error":{"message":"no recorded response for this request"}}'
             await send(

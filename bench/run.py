@@ -2,6 +2,7 @@
 
     python3 bench/run.py [CAPTURE] [--reps 3] [--tools agentshark,bare_loop,...]
     python3 bench/run.py bench/out/bench_tls13_h1.pcap [--keylog K] [--baseline CLEAR.pcap]
+    python3 bench/run.py REF.pcap --compare OTHER.pcap[,...] [--tools agentshark,agentshark-calls]
 
 CAPTURE defaults to bench/out/bench_h1.pcap; its counts come from ``<capture>.truth.json``
 (written by ``bench/make_capture.py``). Each tool runs as its own child process, so the wall
@@ -13,6 +14,11 @@ ratios of agentshark to the others, and appends one JSON line per tool to
 
 Tools (``--tools``, comma-separated; default all):
   agentshark      agentshark exchanges FILE --format json > /dev/null
+  agentshark_calls    agentshark calls FILE --format json > /dev/null
+  agentshark_analyze  agentshark analyze FILE --format json > /dev/null
+                  (each agentshark row is checked by one more, untimed run: exchanges against
+                  the truth; for calls/analyze the calls by API and the exchanges recognized
+                  as an API that is not parsed)
   bare_loop       python bench/bare_loop.py FILE (record header + f.read per record)
   tshark_read     tshark -r FILE -q                     (reads only, no dissection)
   tshark_filter   tshark -r FILE -d ... -Y http -q      (dissects, prints nothing)
@@ -20,6 +26,12 @@ Tools (``--tools``, comma-separated; default all):
                   -e http.file_data | wc -l             (bodies as fields; lines = 2 x exchanges)
   tshark_json     tshark ... -Y http -T json | wc -c
 A tool that is missing or fails gets a row saying so (with its stderr tail); the run goes on.
+Tool names take ``-`` or ``_`` alike (``agentshark-calls``).
+
+``--compare OTHER.pcap[,MORE.pcap]`` (``bench/compare.py``): the same tools (default
+``agentshark,agentshark_calls``) on CAPTURE and each other capture, interleaved rep by rep, then
+each one's cost per MB against CAPTURE and the API layer (calls minus exchanges) per MB: the
+per-byte cost of one API family's traffic against another's, measured back to back.
 
 TLS captures (``--keylog K``, found by itself as ``<capture>.keys.log``): agentshark gets
 ``--keylog K``; tshark gets ``-o tls.keylog_file:K -d tcp.port==PORT,tls``, filter
@@ -37,147 +49,32 @@ import contextlib
 import json
 import os
 import platform
-import re
 import shlex
 import shutil
-import signal
-import statistics
 import subprocess
 import sys
-import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import compare
+from measure import (
+    GNU_TIME,
+    Command,
+    Result,
+    Target,
+    check_run,
+    default_keylog,
+    measure,
+    warm_page_cache,
+)
 
 BENCH_DIR = Path(__file__).resolve().parent
 REPO_ROOT = BENCH_DIR.parent
 OUT_DIR = BENCH_DIR / "out"
 DEFAULT_CAPTURE = OUT_DIR / "bench_h1.pcap"
-GNU_TIME = Path("/usr/bin/time")
 TSHARK_TOOLS = ("tshark_read", "tshark_filter", "tshark_fields", "tshark_json")
 ALL_TOOLS = ("agentshark", "agentshark_calls", "agentshark_analyze", "bare_loop", *TSHARK_TOOLS)
-
-
-@dataclass
-class Command:
-    """One measured command: ``argv`` run directly, or ``shell`` run by bash with pipefail."""
-
-    tool: str
-    argv: list[str] | None = None
-    shell: str | None = None
-    stdout_to_null: bool = True
-    note: str = ""
-
-    def display(self) -> str:
-        return self.shell if self.shell is not None else shlex.join(self.argv or [])
-
-    def base_argv(self) -> list[str]:
-        if self.shell is not None:
-            return ["bash", "-o", "pipefail", "-c", self.shell]
-        assert self.argv is not None
-        return self.argv
-
-
-@dataclass
-class Sample:
-    wall: float
-    rss_kib: int
-    rc: int
-    stdout: str
-    stderr_tail: str
-
-
-@dataclass
-class Result:
-    tool: str
-    command: str
-    samples: list[Sample] = field(default_factory=list)
-    skipped: str | None = None
-    check: str = ""  # agentshark's: exchanges counted in an extra, untimed run
-
-    @property
-    def ok(self) -> bool:
-        return self.skipped is None and bool(self.samples) and all(s.rc == 0 for s in self.samples)
-
-    @property
-    def wall(self) -> float:
-        return statistics.median(s.wall for s in self.samples)
-
-    @property
-    def rss_mb(self) -> float:
-        return max(s.rss_kib for s in self.samples) / 1024
-
-
-# --------------------------------------------------------------------------- measuring
-
-
-def _tail(text: str, lines: int = 12, chars: int = 2000) -> str:
-    return "\n".join(text.strip().splitlines()[-lines:])[-chars:]
-
-
-def measure(cmd: Command, timeout: float) -> Sample:
-    """Run ``cmd`` once in its own child process (own process group, so a timeout ends all of
-    it): wall time from before the fork to after the reap, and the child's peak RSS."""
-    with tempfile.TemporaryDirectory(prefix="agentshark-bench-") as tmp:
-        err_path = Path(tmp) / "stderr"
-        out_path = Path(tmp) / "stdout"
-        time_path = Path(tmp) / "time"
-        argv = cmd.base_argv()
-        if GNU_TIME.exists():
-            argv = [str(GNU_TIME), "-v", "-o", str(time_path), *argv]
-        with err_path.open("wb") as err, out_path.open("wb") as out:
-            t0 = time.perf_counter()
-            proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stderr=err,
-                stdout=subprocess.DEVNULL if cmd.stdout_to_null else out,
-                start_new_session=True,
-            )
-            try:
-                rss_kib = _reap(proc, timeout, t0)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-                return Sample(
-                    wall=time.perf_counter() - t0,
-                    rss_kib=0,
-                    rc=-9,
-                    stdout="",
-                    stderr_tail=f"timed out after {timeout:.0f} s",
-                )
-            wall = time.perf_counter() - t0
-        stderr = err_path.read_text(errors="replace")
-        rc = proc.returncode
-        if GNU_TIME.exists() and time_path.exists():
-            report = time_path.read_text(errors="replace")
-            m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", report)
-            rss_kib = int(m.group(1)) if m else rss_kib
-            m = re.search(r"Exit status: (\d+)", report)
-            rc = int(m.group(1)) if m else rc
-            if "Command terminated by signal" in report:
-                rc = rc or -1
-        return Sample(
-            wall=wall,
-            rss_kib=rss_kib,
-            rc=rc,
-            stdout=out_path.read_text(errors="replace")[-10_000:],
-            stderr_tail=_tail(stderr),
-        )
-
-
-def _reap(proc: subprocess.Popen[bytes], timeout: float, t0: float) -> int:
-    """Wait for ``proc`` with ``os.wait4`` (its rusage covers the child and every descendant it
-    reaped), returning the peak RSS in KiB."""
-    while True:
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid == proc.pid:
-            proc.returncode = os.waitstatus_to_exitcode(status)
-            return int(usage.ru_maxrss)
-        if time.perf_counter() - t0 > timeout:
-            raise subprocess.TimeoutExpired(proc.args, timeout)
-        time.sleep(0.001)
 
 
 # --------------------------------------------------------------------------- the tools
@@ -307,25 +204,6 @@ def machine() -> dict[str, Any]:
     }
 
 
-def count_records(path: Path) -> int:
-    """Packets in a classic pcap file, for a capture without a truth file (0 if not pcap)."""
-    with path.open("rb") as f:
-        head = f.read(24)
-        if head[:4] not in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1"):
-            return 0
-        n = 0
-        while len(hdr := f.read(16)) == 16:
-            f.seek(int.from_bytes(hdr[8:12], "little"), os.SEEK_CUR)
-            n += 1
-    return n
-
-
-def warm_page_cache(path: Path) -> None:
-    with path.open("rb") as f:
-        while f.read(8 << 20):
-            pass
-
-
 def check_output(tool: str, stdout: str, truth: dict[str, Any], exchanges: int) -> str:
     """A one-line sanity check of what the tool printed against the truth file."""
     text = stdout.strip()
@@ -344,85 +222,6 @@ def check_output(tool: str, stdout: str, truth: dict[str, Any], exchanges: int) 
     if tool == "tshark_json" and text.isdigit():
         return f"{int(text) / 1e9:.2f} GB of JSON"
     return ""
-
-
-def count_agentshark_exchanges(cmd: Command, timeout: float, want: int) -> str:
-    """Run agentshark's command once more, untimed, into a file, and count the exchanges of its
-    JSON report (so that a TLS capture it could not decrypt shows, instead of looking fast)."""
-    with tempfile.TemporaryDirectory(prefix="agentshark-bench-") as tmp:
-        out = Path(tmp) / "report.json"
-        proc = subprocess.run(
-            [*cmd.base_argv(), "--no-progress", "-o", str(out)],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            timeout=timeout,
-            check=False,
-        )
-        if proc.returncode != 0 or not out.exists():
-            return f"(check run: rc {proc.returncode})"
-        try:
-            report = json.loads(out.read_text())
-        except ValueError:
-            return "(check run: not JSON)"
-    exchanges = report.get("exchanges") if isinstance(report, dict) else None
-    if not isinstance(exchanges, list):
-        return "(check run: no exchanges list)"
-    done = sum(1 for e in exchanges if isinstance(e, dict) and e.get("response"))
-    return f"{len(exchanges)} exchanges, {done} with a response" + (
-        "" if len(exchanges) == done == want else f" (truth: {want})"
-    )
-
-
-@dataclass
-class Target:
-    """One capture to measure, with its counts (from its truth file when there is one)."""
-
-    capture: Path
-    truth: dict[str, Any]
-    truth_name: str
-    size: int
-    packets: int
-    exchanges: int
-    port: int
-    keylog: Path | None
-    role: str  # "capture", or "tls" / "baseline" in a decryption-cost run
-
-    @classmethod
-    def load(
-        cls,
-        capture: Path,
-        truth_path: Path | None,
-        port: int | None,
-        keylog: Path | None,
-        role: str,
-    ) -> Target:
-        truth_path = truth_path or capture.with_suffix(".truth.json")
-        truth: dict[str, Any] = json.loads(truth_path.read_text()) if truth_path.exists() else {}
-        return cls(
-            capture=capture,
-            truth=truth,
-            truth_name=truth_path.name if truth else "missing",
-            size=capture.stat().st_size,
-            packets=int(truth.get("packets", 0)) or count_records(capture),
-            exchanges=int(truth.get("exchanges", len(truth.get("requests", [])))),
-            port=port or int(truth.get("port", 80)),
-            keylog=keylog,
-            role=role,
-        )
-
-    def describe(self) -> str:
-        keys = f", key log {self.keylog.name}" if self.keylog else ""
-        return (
-            f"capture {self.capture}: {self.size / 1e6:.1f} MB, {self.packets:,} packets, "
-            f"{self.exchanges:,} exchanges (truth: {self.truth_name}){keys}"
-        )
-
-
-def default_keylog(capture: Path) -> Path | None:
-    """``<capture>.keys.log`` (what bench/make_capture.py --tls writes), when it exists."""
-    path = capture.with_suffix(".keys.log")
-    return path if path.exists() else None
 
 
 def measure_tools(
@@ -448,8 +247,8 @@ def measure_tools(
             )
             if sample.rc != 0:
                 break
-        if tool == "agentshark" and res.ok:
-            res.check = count_agentshark_exchanges(cmd, args.timeout, target.exchanges)
+        if res.ok:
+            res.check = check_run(tool, cmd, args.timeout, target.exchanges)
     return results
 
 
@@ -462,7 +261,17 @@ def main() -> int:
     ap.add_argument("capture", nargs="?", type=Path, default=DEFAULT_CAPTURE)
     ap.add_argument("--truth", type=Path, help="default: <capture>.truth.json")
     ap.add_argument("--reps", type=int, default=1)
-    ap.add_argument("--tools", default=",".join(ALL_TOOLS))
+    ap.add_argument(
+        "--tools",
+        help="comma-separated ('-' or '_' alike: agentshark-calls); default all, or "
+        f"{','.join(compare.COMPARE_TOOLS)} with --compare",
+    )
+    ap.add_argument(
+        "--compare",
+        help="comma-separated captures measured with CAPTURE, interleaved rep by rep, for the "
+        "per-byte cost of each against CAPTURE (bench/compare.py); each TLS one's key log is "
+        "<capture>.keys.log",
+    )
     ap.add_argument("--agentshark", help="the agentshark executable")
     ap.add_argument("--port", type=int, help="HTTP port for tshark -d (default: from the truth)")
     ap.add_argument(
@@ -487,10 +296,17 @@ def main() -> int:
     if keylog is not None and not keylog.exists():
         print(f"{keylog} does not exist", file=sys.stderr)
         return 2
-    tools = [t.strip() for t in args.tools.split(",") if t.strip()]
+    default_tools = compare.COMPARE_TOOLS if args.compare else ALL_TOOLS
+    tools = [
+        t.strip().replace("-", "_")
+        for t in (args.tools or ",".join(default_tools)).split(",")
+        if t.strip()
+    ]
     unknown = set(tools) - set(ALL_TOOLS)
     if unknown:
         ap.error(f"unknown tools: {', '.join(sorted(unknown))}")
+    if args.compare:
+        return run_compare(capture, keylog, tools, args)
 
     baseline: Target | None = None
     if keylog is not None and args.baseline != "none":
@@ -513,10 +329,31 @@ def main() -> int:
     return 0
 
 
+def run_compare(
+    capture: Path, keylog: Path | None, tools: list[str], args: argparse.Namespace
+) -> int:
+    """``--compare``: CAPTURE (the reference) and each other capture, interleaved, then each
+    one's table and the per-byte cost table."""
+    targets = [Target.load(capture, args.truth, args.port, keylog, "reference")]
+    for name in (n.strip() for n in args.compare.split(",") if n.strip()):
+        path = Path(name).resolve()
+        if not path.exists():
+            print(f"{path} does not exist: make it with python3 bench/make_capture.py")
+            return 2
+        targets.append(Target.load(path, None, None, default_keylog(path), "compare"))
+    cmds = [commands(t.capture, t.port, args, t.keylog) for t in targets]
+    results = compare.measure_interleaved(targets, cmds, tools, args)
+    for target, per in zip(targets, results, strict=True):
+        print(f"\n{target.describe()}")
+        report(per, target, args)
+    compare.cost_table(targets, results)
+    return 0
+
+
 def report(results: dict[str, Result], target: Target, args: argparse.Namespace) -> None:
     size, packets, exchanges = target.size, target.packets, target.exchanges
     head = (
-        f"{'tool':<14} {'wall s':>8} {'MB/s':>9} {'kpkt/s':>9} {'exch/s':>9} {'RSS MB':>8}  check"
+        f"{'tool':<19} {'wall s':>8} {'MB/s':>9} {'kpkt/s':>9} {'exch/s':>9} {'RSS MB':>8}  check"
     )
     print()
     print(head)
@@ -539,11 +376,11 @@ def report(results: dict[str, Result], target: Target, args: argparse.Namespace)
             "machine": info,
         }
         if res.skipped:
-            print(f"{tool:<14} skipped: {res.skipped}")
+            print(f"{tool:<19} skipped: {res.skipped}")
             row.update(ok=False, skipped=res.skipped)
         elif not res.ok:
             last = res.samples[-1]
-            print(f"{tool:<14} FAILED (rc {last.rc}); stderr tail:")
+            print(f"{tool:<19} FAILED (rc {last.rc}); stderr tail:")
             for line in last.stderr_tail.splitlines():
                 print(f"    | {line}")
             row.update(
@@ -556,7 +393,7 @@ def report(results: dict[str, Result], target: Target, args: argparse.Namespace)
             wall = res.wall
             check = res.check or check_output(tool, res.samples[-1].stdout, target.truth, exchanges)
             print(
-                f"{tool:<14} {wall:8.2f} {size / 1e6 / wall:9.1f} {packets / wall / 1e3:9.1f} "
+                f"{tool:<19} {wall:8.2f} {size / 1e6 / wall:9.1f} {packets / wall / 1e3:9.1f} "
                 f"{exchanges / wall:9.0f} {res.rss_mb:8.0f}  {check}"
             )
             row.update(
@@ -585,7 +422,7 @@ def report(results: dict[str, Result], target: Target, args: argparse.Namespace)
         for tool, res in results.items():
             if tool != "agentshark" and res.ok:
                 print(
-                    f"agentshark vs {tool:<14} MB/s ratio {res.wall / base.wall:7.3f}  "
+                    f"agentshark vs {tool:<19} MB/s ratio {res.wall / base.wall:7.3f}  "
                     f"(agentshark takes {base.wall / res.wall:6.2f}x its time), "
                     f"RSS ratio {base.rss_mb / res.rss_mb:.2f}"
                 )
@@ -602,7 +439,7 @@ def decryption_cost(
     cleartext one (both measured in this run, with the same tshark filter and fields)."""
     print(f"\ndecryption cost: {tls.capture.name} against {clear.capture.name} (this run)")
     head = (
-        f"{'tool':<14} {'TLS MB/s':>9} {'clear MB/s':>10} {'cost/MB':>8} "
+        f"{'tool':<19} {'TLS MB/s':>9} {'clear MB/s':>10} {'cost/MB':>8} "
         f"{'TLS exch/s':>10} {'clear exch/s':>12} {'cost/exch':>9} {'RSS TLS/clear':>14}"
     )
     print(head)
@@ -611,14 +448,14 @@ def decryption_cost(
         other = clear_results.get(tool)
         if not res.ok or other is None or not other.ok:
             why = "TLS run failed" if not res.ok else "cleartext run failed"
-            print(f"{tool:<14} no ratio ({why})")
+            print(f"{tool:<19} no ratio ({why})")
             continue
         t_mbs, c_mbs = tls.size / 1e6 / res.wall, clear.size / 1e6 / other.wall
         t_xs = tls.exchanges / res.wall if tls.exchanges else 0.0
         c_xs = clear.exchanges / other.wall if clear.exchanges else 0.0
         per_x = f"{c_xs / t_xs:8.2f}x" if t_xs and c_xs else f"{'-':>9}"
         print(
-            f"{tool:<14} {t_mbs:9.1f} {c_mbs:10.1f} {c_mbs / t_mbs:7.2f}x "
+            f"{tool:<19} {t_mbs:9.1f} {c_mbs:10.1f} {c_mbs / t_mbs:7.2f}x "
             f"{t_xs:10.0f} {c_xs:12.0f} {per_x} {res.rss_mb / other.rss_mb:14.2f}"
         )
     print("(cost = cleartext rate / TLS rate: how many times longer a MB or an exchange takes)")
