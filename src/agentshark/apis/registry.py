@@ -41,6 +41,7 @@ from agentshark.apis.appids import header_app_ids
 from agentshark.apis.family import ApiFamily
 from agentshark.apis.mcp import calls as mcp
 from agentshark.apis.model import Call, Timing
+from agentshark.apis.ollama import chat as ollama
 from agentshark.apis.openai import chat as openai_chat
 from agentshark.apis.openai import responses as openai_responses
 from agentshark.apis.view import ExchangeView
@@ -70,6 +71,7 @@ FAMILIES: tuple[ApiFamily, ...] = (
     *anthropic.FAMILIES,
     *mcp.FAMILIES,
     *a2a.FAMILIES,
+    *ollama.FAMILIES,
 )
 
 
