@@ -281,7 +281,7 @@ class _Stream:
             return
         call = self.call
         if chunk.get("error") is not None and call.error is None:
-            call.error = error_of(chunk, self.view.status, f"stream event {n}")
+            call.error = error_of(chunk, None, f"stream event {n}")  # in-band: no status
         if call.response_model is None and isinstance(chunk.get("model"), str):
             call.response_model = chunk["model"] or None
         if self.chat:
