@@ -38,6 +38,7 @@ from urllib.parse import unquote, urlsplit
 from agentshark.apis.a2a import calls as a2a
 from agentshark.apis.anthropic import messages as anthropic
 from agentshark.apis.appids import header_app_ids
+from agentshark.apis.cohere import chat as cohere
 from agentshark.apis.family import ApiFamily
 from agentshark.apis.mcp import calls as mcp
 from agentshark.apis.model import Call, Timing
@@ -72,6 +73,7 @@ FAMILIES: tuple[ApiFamily, ...] = (
     *mcp.FAMILIES,
     *a2a.FAMILIES,
     *ollama.FAMILIES,
+    *cohere.FAMILIES,
 )
 
 
