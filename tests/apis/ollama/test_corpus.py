@@ -52,7 +52,7 @@ def _sdk(view: ExchangeView, api: str) -> dict[str, Any]:
     if api == "ollama.embed":
         body = json.loads(text)
         kind = EmbedResponse if "embeddings" in body else EmbeddingsResponse
-        vectors = kind(**body)
+        vectors: Any = kind(**body)
         rows = vectors.embeddings if kind is EmbedResponse else [vectors.embedding]
         return {
             "vectors": len(rows),
@@ -80,7 +80,9 @@ def _sdk(view: ExchangeView, api: str) -> dict[str, Any]:
 
 
 def _fold(chunks: list[Any], api: str) -> dict[str, Any]:
-    text, thinking, tools = [], [], []
+    text: list[str] = []
+    thinking: list[str] = []
+    tools: list[tuple[None, str, dict[str, Any]]] = []
     for c in chunks:
         message = c.message if api == "ollama.chat" else c
         content = message.content if api == "ollama.chat" else message.response
