@@ -58,7 +58,7 @@ from agentshark.apis.openai.common import (
     usage_from,
 )
 from agentshark.apis.openai.completions import COMPLETIONS
-from agentshark.apis.openai.endpoints import EMBEDDINGS, MODELS
+from agentshark.apis.openai.endpoints import EMBEDDINGS, MODELS, server_by_schema
 from agentshark.apis.view import ExchangeView, json_failure
 from agentshark.errors import Diagnostic
 
@@ -180,6 +180,8 @@ class ChatCompletions:
                 complete = False
             call.complete = complete and view.exchange.response is not None
         call.provider = provider_name(view, extras)
+        if call.provider in (None, view.host):
+            call.provider = server_by_schema(extras, call.extras.get("choices")) or call.provider
         call.finish_reasons = [m.finish_reason for m in call.output_messages if m.finish_reason]
 
 

@@ -28,7 +28,7 @@ import orjson
 
 from agentshark.apis.model import Call, GenericPart, Json, Message, Part, TextPart
 from agentshark.apis.openai.common import error_from_json, provider_name, usage_from
-from agentshark.apis.openai.endpoints import anthropic, body_fields, tokens
+from agentshark.apis.openai.endpoints import anthropic, body_fields, server_by_schema, tokens
 from agentshark.apis.openai.endpoints import finish as finish_body
 from agentshark.apis.view import ExchangeView
 from agentshark.errors import Diagnostic
@@ -99,6 +99,12 @@ class Completions:
                         per_choice[str(index)] = rest
             _keep(call, body, per_choice)
         call.finish_reasons = [m.finish_reason for m in call.output_messages if m.finish_reason]
+        if call.provider in (None, view.host):
+            response = call.extras.get("response")
+            found = server_by_schema(
+                response if isinstance(response, dict) else {}, call.extras.get("choices")
+            )
+            call.provider = found or call.provider
 
 
 def _idx(choice: dict[str, Json], position: int) -> int:

@@ -58,6 +58,25 @@ def anthropic(view: ExchangeView) -> bool:
     return view.anthropic_version is not None
 
 
+def server_by_schema(response: dict[str, Json], choices: Json) -> str | None:
+    """The OpenAI-compatible server that answered, from its own extensions, for a host that
+    names none (``localhost:8080``, a private address): llama.cpp's ``timings``
+    (https://github.com/ggml-org/llama.cpp/blob/master/tools/server/README.md), Ollama's
+    ``system_fingerprint: "fp_ollama"`` (https://github.com/ollama/ollama/blob/main/docs/openai.md),
+    SGLang's ``choices[].matched_stop``, vLLM's ``choices[].stop_reason``
+    (https://docs.vllm.ai/en/latest/serving/openai_compatible_server.html). None: no sign."""
+    if isinstance(response.get("timings"), dict):
+        return "llama.cpp"
+    if response.get("system_fingerprint") == "fp_ollama":
+        return "ollama"
+    kept = [c for c in choices.values() if isinstance(c, dict)] if isinstance(choices, dict) else []
+    if any("matched_stop" in c for c in kept):
+        return "sglang"
+    if any("stop_reason" in c for c in kept):
+        return "vllm"
+    return None
+
+
 # -- embeddings -----------------------------------------------------------------------------
 
 
