@@ -585,6 +585,8 @@ API_TARGETS = {
     "completions",
     "api_mcp": "mcp (HTTP and stdio)",
     "api_a2a": "a2a (agent card, JSON-RPC, REST)",
+    "api_ollama": "ollama.chat, ollama.generate, ollama.embed, ollama.models",
+    "api_cohere": "cohere.chat (v1, v2), embed, rerank, generate, tokenize",
 }
 
 
@@ -594,6 +596,8 @@ def api_target(api: str) -> str:
         return "api_" + api.replace(".", "_")
     if api in ("openai.responses", "openai.conversations"):
         return "api_openai_responses"
+    if api.startswith(("ollama.", "cohere.")):
+        return "api_" + api.partition(".")[0]
     return "api_anthropic_endpoints" if api.startswith("anthropic.") else "api_openai_endpoints"
 
 
