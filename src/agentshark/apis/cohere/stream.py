@@ -103,7 +103,7 @@ def parse_v2_stream(view: ExchangeView, call: Call) -> None:
     role: str | None = None
     unknown: dict[str, int] = {}
     for n, event, ts in _events(view, call, cut):
-        kind = event.get("type")
+        kind = _str(event.get("type"))  # a type that is not a string is an unknown event
         message = _delta_message(event)
         index = event.get("index")
         key = index if isinstance(index, int) and not isinstance(index, bool) else -1
@@ -152,8 +152,8 @@ def parse_v2_stream(view: ExchangeView, call: Call) -> None:
                     message=error if isinstance(error, str) else str(error),
                     source=f"stream event {n}",
                 )
-        elif kind not in _V2_KNOWN:
-            name = kind if isinstance(kind, str) else repr(kind)
+        elif kind is None or kind not in _V2_KNOWN:
+            name = kind if kind is not None else repr(event.get("type"))[:40]
             unknown[name] = unknown.get(name, 0) + 1
     parts = acc.parts()
     call.diagnostics.extend(acc.diagnostics)

@@ -62,6 +62,7 @@ _RESPONSE_FIELDS = frozenset(
     )
 )
 _CHUNK_MESSAGE_FIELDS = frozenset(("role", "content", "thinking", "tool_calls", "images"))
+_PLAIN_FIELDS = frozenset(("role", "content"))
 _HEAD = 4096
 
 
@@ -289,24 +290,38 @@ class _Stream:
             if isinstance(message, dict):
                 self._fragment(message, item.ts)
         else:
-            self._fragment(
-                {"content": chunk.get("response"), "thinking": chunk.get("thinking")}, item.ts
-            )
+            fragment = {"content": chunk.get("response")}
+            if "thinking" in chunk:
+                fragment["thinking"] = chunk["thinking"]
+            self._fragment(fragment, item.ts)
         if isinstance(chunk.get("logprobs"), list):
             self.logprobs.extend(chunk["logprobs"])
         if chunk.get("done") is True:
             self.done = chunk
 
     def _fragment(self, message: dict[str, Json], ts: float) -> None:
-        """One line's piece of the output message."""
-        acc = self.parts
-        thinking, content = message.get("thinking"), message.get("content")
+        """One line's piece of the output message. The common line is a role and a text
+        fragment: the rarer fields are looked at only when the line has them."""
         token = False
-        if isinstance(thinking, str) and thinking:
-            acc.reasoning("thinking", thinking)
+        if not message.keys() <= _PLAIN_FIELDS:
+            token = self._rare(message)  # thinking first: it opens before the text
+        content = message.get("content")
+        if content and isinstance(content, str):
+            self.parts.text("text", content)
             token = True
-        if isinstance(content, str) and content:
-            acc.text("text", content)
+        if self.role is None and isinstance(message.get("role"), str):
+            self.role = message["role"]
+        if token and self.call.timing.first_token is None:
+            self.call.timing.first_token = ts
+
+    def _rare(self, message: dict[str, Json]) -> bool:
+        """Thinking, tool calls, images and unknown fields of a line; True when it carried
+        output."""
+        acc = self.parts
+        token = False
+        thinking = message.get("thinking")
+        if thinking and isinstance(thinking, str):
+            acc.reasoning("thinking", thinking)
             token = True
         tool_calls = message.get("tool_calls")
         for tc in tool_calls if isinstance(tool_calls, list) else ():
@@ -316,14 +331,11 @@ class _Stream:
         for part in image_parts(message.get("images")):
             acc.whole(("image", self.tools), part)
             self.tools += 1
-        if self.role is None and isinstance(message.get("role"), str):
-            self.role = message["role"]
         if self.chat:
             for key, value in message.items():
                 if key not in _CHUNK_MESSAGE_FIELDS:
                     self.message_rest[key] = value
-        if token and self.call.timing.first_token is None:
-            self.call.timing.first_token = ts
+        return token
 
     def _skip(self, item: JsonDocument, n: int, problem: str) -> None:
         self.call.diagnostics.append(
