@@ -57,8 +57,9 @@ def _str(value: Json) -> str | None:
 def _int(value: Json) -> int | None:
     if isinstance(value, bool):
         return None
-    if isinstance(value, float) and value.is_integer():
-        return int(value)  # Cohere's types say float; the counts are whole
+    if isinstance(value, float):
+        # Cohere's types say float; the counts are whole (and fit a JSON integer)
+        return int(value) if value.is_integer() and abs(value) < 2**63 else None
     return value if isinstance(value, int) else None
 
 
