@@ -172,3 +172,28 @@ def test_gemini_errors_are_what_google_genai_raised() -> None:
         assert (call.error.status, call.error.type) == (error["code"], error["status"])
         assert call.error.message == error["message"]
         assert call.provider == "vertex.gemini"
+
+
+# --- Ollama (the ollama client, native /api/chat) ----------------------------------------------
+
+
+def test_ollama_chat_calls_are_what_the_ollama_client_returned() -> None:
+    for call, sdk in paired("ollama_chat_ndjson"):
+        got = sdk.get("assembled") or sdk
+        assert call.api == "ollama.chat" and call.stream == sdk["stream"]
+        assert text(call) == got["content"]
+        assert tool_calls(call) == [
+            (None, t["function"]["name"], t["function"]["arguments"]) for t in got["tool_calls"]
+        ]
+        assert call.response_model == got["model"]
+        assert call.finish_reasons == [got["done_reason"]]
+        assert call.usage is not None
+        assert (call.usage.input_tokens, call.usage.output_tokens) == (
+            got["prompt_eval_count"],
+            got["eval_count"],
+        )
+        assert call.usage.total_tokens is None  # Ollama sends no total: none is made up
+        durations = call.extras["durations_ns"]
+        assert isinstance(durations, dict)
+        for name in ("total_duration", "load_duration", "prompt_eval_duration", "eval_duration"):
+            assert durations[name] == got[name]

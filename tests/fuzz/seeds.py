@@ -287,6 +287,7 @@ def build() -> dict[str, int]:
     _captures(add)
     _documents(add)
     _bodies(add)
+    _dialects(add)
     return {t: save(t, s) for t, s in sorted(seeds.items())}
 
 
@@ -435,6 +436,54 @@ def bedrock_seeds() -> Iterator[Seed]:
             seed = exchange_seed(ex)
             if seed is not None:
                 yield seed
+
+
+# Corpus files of the native dialects (Ollama's NDJSON, Cohere's v1 and v2 chat), whole and
+# streamed, so the api_ollama and api_cohere targets start from real bodies.
+DIALECT_FILES = (
+    "traceloop__openllmetry/packages/opentelemetry-instrumentation-ollama/tests/cassettes/"
+    "test_chat/test_ollama_streaming_chat_legacy.yaml",
+    "traceloop__openllmetry/packages/opentelemetry-instrumentation-ollama/tests/cassettes/"
+    "test_chat/test_ollama_chat_tool_calls_legacy.yaml",
+    "traceloop__openllmetry/packages/opentelemetry-instrumentation-ollama/tests/cassettes/"
+    "test_generation/test_ollama_streaming_generation_legacy.yaml",
+    "traceloop__openllmetry/packages/opentelemetry-instrumentation-ollama/tests/cassettes/"
+    "test_embeddings/test_ollama_embeddings_legacy.yaml",
+    "traceloop__openllmetry/packages/opentelemetry-instrumentation-cohere/tests/cassettes/"
+    "test_chat/test_cohere_v2_chat_legacy_with_tool_calls_and_streaming.yaml",
+    "traceloop__openllmetry/packages/opentelemetry-instrumentation-cohere/tests/cassettes/"
+    "test_chat/test_cohere_v2_chat_legacy_with_tool_calls_and_history.yaml",
+    "traceloop__openllmetry/packages/opentelemetry-instrumentation-cohere/tests/cassettes/"
+    "test_chat/test_cohere_chat_legacy_with_streaming.yaml",
+    "traceloop__openllmetry/packages/opentelemetry-instrumentation-cohere/tests/cassettes/"
+    "test_chat/test_cohere_chat_legacy.yaml",
+    "traceloop__openllmetry/packages/opentelemetry-instrumentation-cohere/tests/cassettes/"
+    "test_rerank/test_cohere_v2_rerank_legacy.yaml",
+)
+
+
+def _dialects(add: Any) -> None:
+    for ex, call in exchanges_and_calls([CORPUS / f for f in DIALECT_FILES]):
+        seed = exchange_seed(ex) if call is not None else None
+        if seed is not None:
+            add(api_target(call.api), seed)
+    for path in sorted((ROOT / "tests" / "data" / "apis" / "ollama").glob("*.request.json")):
+        name = path.name.removesuffix(".request.json")
+        ndjson = path.with_name(f"{name}.response.ndjson")
+        body = ndjson if ndjson.exists() else path.with_name(f"{name}.response.json")
+        stream = ndjson.exists()
+        meta = {
+            "method": "POST",
+            "url": "http://127.0.0.1:11434/api/" + ("generate" if "generate" in name else "chat"),
+            "target": "/api/" + ("generate" if "generate" in name else "chat"),
+            "status": 200,
+            "transport": "http/1.1",
+            "request_headers": [["content-type", "application/json"]],
+            "response_headers": [
+                ["content-type", "application/x-ndjson" if stream else "application/json"]
+            ],
+        }
+        add("api_ollama", [orjson.dumps(meta), path.read_bytes(), body.read_bytes()[: 2 * CUT]])
 
 
 def anthropic_endpoints() -> Iterator[Seed]:

@@ -598,6 +598,8 @@ API_TARGETS = {
     "api_bedrock": "bedrock.converse, bedrock.invoke (JSON bodies and AWS event streams)",
     "api_gemini": "gemini.generate_content (whole, alt=sse, JSON array), count_tokens, "
     "embed_content, models, cached_contents, files",
+    "api_ollama": "ollama.chat, ollama.generate, ollama.embed, ollama.models",
+    "api_cohere": "cohere.chat (v1, v2), embed, rerank, generate, tokenize",
 }
 
 
@@ -611,6 +613,8 @@ def api_target(api: str) -> str:
         return "api_bedrock"
     if api.startswith("gemini."):
         return "api_gemini"
+    if api.startswith(("ollama.", "cohere.")):
+        return "api_" + api.partition(".")[0]
     return "api_anthropic_endpoints" if api.startswith("anthropic.") else "api_openai_endpoints"
 
 

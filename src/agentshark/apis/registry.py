@@ -40,10 +40,12 @@ from agentshark.apis.anthropic import messages as anthropic
 from agentshark.apis.appids import header_app_ids
 from agentshark.apis.bedrock import converse as bedrock_converse
 from agentshark.apis.bedrock import invoke as bedrock_invoke
+from agentshark.apis.cohere import chat as cohere
 from agentshark.apis.family import ApiFamily
 from agentshark.apis.gemini import generate as gemini
 from agentshark.apis.mcp import calls as mcp
 from agentshark.apis.model import Call, Timing
+from agentshark.apis.ollama import chat as ollama
 from agentshark.apis.openai import chat as openai_chat
 from agentshark.apis.openai import responses as openai_responses
 from agentshark.apis.view import ExchangeView
@@ -76,6 +78,8 @@ FAMILIES: tuple[ApiFamily, ...] = (
     *a2a.FAMILIES,
     *bedrock_converse.FAMILIES,
     *bedrock_invoke.FAMILIES,
+    *ollama.FAMILIES,
+    *cohere.FAMILIES,
 )
 
 

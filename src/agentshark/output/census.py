@@ -20,7 +20,7 @@ from agentshark.errors import Diagnostic
 from agentshark.model import Exchange
 from agentshark.pipeline import ConnectionReport, Item, SourceReport
 
-PARSED = "OpenAI, Anthropic, Gemini, Bedrock, MCP, A2A"
+PARSED = "OpenAI, Anthropic, Gemini, Bedrock, Ollama, Cohere, MCP, A2A"
 # Diagnostics of the stages under the API families: a cause (a decompression limit, bytes not
 # captured, a head the parser gave up on), where a family's "not JSON" is a consequence.
 _CAUSES = ("content.", "body.", "http.", "h2.", "tcp.", "tls.", "pcap.", "pcapng.", "net.")

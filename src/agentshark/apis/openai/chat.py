@@ -4,8 +4,9 @@ One family, ``openai.chat``, for ``POST .../chat/completions`` wherever it is se
 Azure OpenAI (``/openai/deployments/<name>/chat/completions?api-version=``), gateways that
 put the upstream in the path, and the OpenAI-compatible vendors (Groq, Mistral, DeepSeek,
 OpenRouter, xAI, Together, vLLM, Ollama's ``/v1``...), the vendor named in ``provider``.
-The embeddings, legacy completions and models endpoints are recognized and named by
-:mod:`agentshark.apis.openai.endpoints`; :data:`FAMILIES` lists them all.
+The embeddings and models endpoints are recognized and named by
+:mod:`agentshark.apis.openai.endpoints`, the legacy completions parsed by
+:mod:`agentshark.apis.openai.completions`; :data:`FAMILIES` lists them all.
 
 This module recognizes and reads the request and a JSON response;
 :mod:`~agentshark.apis.openai.chat_messages` translates message objects into parts,
@@ -56,7 +57,8 @@ from agentshark.apis.openai.common import (
     provider_name,
     usage_from,
 )
-from agentshark.apis.openai.endpoints import ENDPOINT_FAMILIES
+from agentshark.apis.openai.completions import COMPLETIONS
+from agentshark.apis.openai.endpoints import EMBEDDINGS, MODELS, server_by_schema
 from agentshark.apis.view import ExchangeView, json_failure
 from agentshark.errors import Diagnostic
 
@@ -178,6 +180,8 @@ class ChatCompletions:
                 complete = False
             call.complete = complete and view.exchange.response is not None
         call.provider = provider_name(view, extras)
+        if call.provider in (None, view.host):
+            call.provider = server_by_schema(extras, call.extras.get("choices")) or call.provider
         call.finish_reasons = [m.finish_reason for m in call.output_messages if m.finish_reason]
 
 
@@ -236,4 +240,4 @@ def _parse_completion(body: dict[str, Json], call: Call) -> None:
 
 
 CHAT = ChatCompletions()
-FAMILIES: tuple[ApiFamily, ...] = (CHAT, *ENDPOINT_FAMILIES)
+FAMILIES: tuple[ApiFamily, ...] = (CHAT, EMBEDDINGS, COMPLETIONS, MODELS)
