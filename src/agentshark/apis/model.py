@@ -11,6 +11,7 @@ not parse keep the raw string and the parse error with its position, never ``{}`
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -171,6 +172,25 @@ class Message:
         else:
             out["name"] = self.name
         return out
+
+
+def role_messages(
+    items: list[Json], extras: dict[str, Json], parts_of: Callable[[Json], list[Part]]
+) -> list[Message]:
+    """``[{role, content, …}]`` (Anthropic Messages, Bedrock Converse) as messages, the content
+    read by ``parts_of``; an item without a string role, and an item's other keys, go to
+    ``extras`` under their place (``messages[2]``, ``messages[2].cache_control``)."""
+    out: list[Message] = []
+    for i, item in enumerate(items):
+        role = item.get("role") if isinstance(item, dict) else None
+        if not isinstance(item, dict) or not isinstance(role, str):
+            extras[f"messages[{i}]"] = item
+            continue
+        out.append(Message(role=role, parts=parts_of(item.get("content"))))
+        for key, value in item.items():
+            if key not in ("role", "content"):
+                extras[f"messages[{i}].{key}"] = value
+    return out
 
 
 @dataclass(slots=True, kw_only=True)

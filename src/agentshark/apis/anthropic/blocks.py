@@ -46,6 +46,7 @@ from agentshark.apis.model import (
     ToolCallResponsePart,
     UriPart,
     Usage,
+    role_messages,
     tool_name,
 )
 from agentshark.apis.view import ExchangeView
@@ -213,7 +214,7 @@ def parse_request(view: ExchangeView, call: Call) -> None:
         if key == "model" and isinstance(value, str):
             call.request_model = value
         elif key == "messages" and isinstance(value, list):
-            call.input_messages = _messages(value, extras)
+            call.input_messages = role_messages(value, extras, content_parts)
         elif key == "system" and isinstance(value, str | list):
             call.system_instructions = content_parts(value)
         elif key == "tools" and isinstance(value, list):
@@ -239,20 +240,6 @@ def parse_request(view: ExchangeView, call: Call) -> None:
         call.request_params.setdefault("anthropic_version", version)
     if extras:
         call.extras["request"] = extras
-
-
-def _messages(items: list[Json], extras: dict[str, Json]) -> list[Message]:
-    out: list[Message] = []
-    for i, item in enumerate(items):
-        role = item.get("role") if isinstance(item, dict) else None
-        if not isinstance(item, dict) or not isinstance(role, str):
-            extras[f"messages[{i}]"] = item
-            continue
-        out.append(Message(role=role, parts=content_parts(item.get("content"))))
-        for key, value in item.items():
-            if key not in ("role", "content"):
-                extras[f"messages[{i}].{key}"] = value
-    return out
 
 
 # -- usage and errors -----------------------------------------------------------------------

@@ -35,13 +35,13 @@ from agentshark.apis.model import (
     Call,
     GenericPart,
     Json,
-    Message,
     Part,
     ReasoningPart,
     TextPart,
     ToolCallPart,
     ToolCallResponsePart,
     UriPart,
+    role_messages,
     tool_name,
 )
 
@@ -226,7 +226,7 @@ def parse_messages_request(body: Json, call: Call) -> None:
     extras: dict[str, Json] = {}
     for key, value in body.items():
         if key == "messages" and isinstance(value, list):
-            call.input_messages = _messages(value, extras)
+            call.input_messages = role_messages(value, extras, content_parts)
         elif key == "system" and isinstance(value, list):
             call.system_instructions = [block_part(b) for b in value]
         elif key == "toolConfig" and isinstance(value, dict):
@@ -246,17 +246,3 @@ def parse_messages_request(body: Json, call: Call) -> None:
             extras[key] = value
     if extras:
         call.extras["request"] = extras
-
-
-def _messages(items: list[Json], extras: dict[str, Json]) -> list[Message]:
-    out: list[Message] = []
-    for i, item in enumerate(items):
-        role = item.get("role") if isinstance(item, dict) else None
-        if not isinstance(item, dict) or not isinstance(role, str):
-            extras[f"messages[{i}]"] = item
-            continue
-        out.append(Message(role=role, parts=content_parts(item.get("content"))))
-        for key, value in item.items():
-            if key not in ("role", "content"):
-                extras[f"messages[{i}].{key}"] = value
-    return out
