@@ -14,6 +14,7 @@ from unittest import mock
 
 import pytest
 
+from agentshark.http.events import MessageEnded
 from agentshark.http.exchange import ExchangeAssembler
 from agentshark.http.h2 import PREFACE, H2Connection
 from agentshark.model import Exchange
@@ -358,3 +359,14 @@ def test_a_lost_request_head_makes_its_response_request_lost() -> None:
         c == "http.request_lost" and m.startswith(f"a capture gap of {size} bytes at client")
         for c, m in codes
     )
+
+
+@pytest.mark.parametrize("held", [b"PRI * HTTP/2.0\r\n", b"PRI * HT"])
+def test_a_held_maybe_preface_flushed_at_the_end_is_no_exception(held: bytes) -> None:
+    """Fuzz finding (ValueError in ``_resync_held``): bytes held while deciding whether a
+    mid-connection capture starts with a preface, then the direction's end. Every held piece
+    has its arrival time, whatever the mode that held it."""
+    conn = H2Connection(expect_preface=False)
+    out = conn.feed(0, held, 1.0) + conn.feed(0, b"\x00\x00", 1.5)
+    out += conn.end(0, 2.0, clean=False)
+    assert all(not isinstance(e, MessageEnded) or not e.complete for e in out)

@@ -164,18 +164,18 @@ class H2Connection:
             if n - pos < missing:
                 if pos < n:
                     d.held.append(data[pos:] if pos else data)
+                    d.held_times.append(ts)
                     d.held_len += n - pos
-                    if d.mode is Mode.RESYNC:
-                        d.held_times.append(ts)
                 return out
             d.held.append(data[pos : pos + missing])
+            d.held_times.append(ts)
             pos += missing
             if d.mode is Mode.RESYNC:
-                d.held_times.append(ts)
                 self._resync_held(d, out, final=False)
                 continue
             unit = b"".join(d.held)
             d.held = []
+            d.held_times = []
             d.held_len = 0
             self._run(d, unit, ts, out, 0)
         if pos < n:
@@ -333,6 +333,7 @@ class H2Connection:
         pieces = list(zip(d.held, d.held_times, strict=True))
         unit = b"".join(d.held)
         d.held = []
+        d.held_times = []
         d.held_len = 0
         d.base = start = d.offset
         found = resync(d, unit, 0, pieces[-1][1], out, final=final)

@@ -162,7 +162,7 @@ class Direction:
         self.held: list[bytes] = []  # bytes of an unfinished frame, preface or resync run
         self.held_len = 0
         self.held_ts = 0.0  # arrival time of the first held byte
-        self.held_times: list[float] = []  # RESYNC mode: the arrival time of each held piece
+        self.held_times: list[float] = []  # the arrival time of each held piece (one per piece)
         self.need = 0  # held bytes wanted before parsing again
         self.data_left = 0  # DATA payload bytes still to come
         self.pad_left = 0  # DATA padding bytes still to come
@@ -222,6 +222,7 @@ class Direction:
         if pos:
             self.held_ts = ts  # the held bytes start in the newest feed
         self.held = [buf[pos:] if pos else buf]
+        self.held_times = [ts]
         self.held_len = len(buf) - pos
         self.need = need
         return len(buf)
@@ -230,6 +231,7 @@ class Direction:
         """Give up the held bytes (they count as consumed)."""
         self.offset += self.held_len
         self.held = []
+        self.held_times = []
         self.held_len = 0
 
     def clear_block(self) -> None:

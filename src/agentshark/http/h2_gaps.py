@@ -352,7 +352,6 @@ def resync(
     # keep the candidate, or the last 8 bytes (a frame header may start there)
     if i >= n:
         return n
-    d.held_times = [ts]
     return d.hold(buf, i, wait or 9, ts)
 
 
