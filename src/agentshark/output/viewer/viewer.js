@@ -565,7 +565,7 @@
       if (v === "messages") append(body, messagesView(call));
       else if (v === "category") append(body, categoryView(call));
       else if (v === "raw") append(body, rawView(call));
-      else append(body, h("pre", { class: "code" }, pretty(call)));
+      else append(body, [longText(pretty(call), "code")]);
       const incs = S.trace.incidents.filter((inc) => inc.call_id === call.id ||
         (inc.exchange_id && inc.exchange_id === call.exchange_id));
       if (incs.length) body.appendChild(incidentsBlock(incs));
