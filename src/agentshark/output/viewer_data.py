@@ -126,7 +126,8 @@ def trace_detail(
     spans = trace.get("spans", [])
     ids = list(dict.fromkeys(_span_calls(spans) + list(trace.get("calls", []))))
     calls = {cid: by_call[cid] for cid in ids if cid in by_call}
-    xids = [c["exchange_id"] for c in calls.values()]
+    # a trace also names the exchanges it took as tool executions (HTTP tools) by their ids
+    xids = [c["exchange_id"] for c in calls.values()] + [x for x in ids if x in exchanges]
     return {
         "index": i,
         "trace": trace,

@@ -122,6 +122,7 @@
       this.box.appendChild(this.spacer);
       this.frame = 0;
       this.first = -1; this.last = -1;
+      this.shown = new Map();
       this.box.addEventListener("scroll", () => this.schedule());
       window.addEventListener("resize", () => this.schedule(true));
     }
@@ -142,19 +143,28 @@
       const first = Math.max(0, Math.floor(top / this.rowHeight) - 8);
       const last = Math.min(this.items.length, Math.ceil((top + height) / this.rowHeight) + 8);
       if (first === this.first && last === this.last) return;
+      const rebuild = this.first < 0;
       this.first = first; this.last = last;
-      const rows = [];
+      if (rebuild) {
+        clear(this.spacer);
+        if (this.overlay) this.spacer.appendChild(this.overlay);
+        this.shown = new Map();
+      }
+      // rows still in view stay as they are; only those scrolled in are made
+      for (const [i, row] of this.shown) {
+        if (i < first || i >= last) { row.remove(); this.shown.delete(i); }
+      }
+      const frag = document.createDocumentFragment();
       for (let i = first; i < last; i++) {
+        if (this.shown.has(i)) continue;
         const row = this.renderRow(this.items[i], i);
         row.style.top = i * this.rowHeight + "px";
         row.style.height = this.rowHeight + "px";
         row.classList.add("vrow");
-        rows.push(row);
+        this.shown.set(i, row);
+        frag.appendChild(row);
       }
-      const keep = this.overlay ? [this.overlay] : [];
-      clear(this.spacer);
-      append(this.spacer, keep);
-      append(this.spacer, rows);
+      this.spacer.appendChild(frag);
     }
     scrollTo(i) {
       const y = i * this.rowHeight;
@@ -767,16 +777,28 @@
       links.push(linkBtn("← requested by " + s.requested_by + (at ? " output message [" + at[0] + "] part [" + at[1] + "]" : ""),
         () => at ? gotoPart(s.requested_by, "output", at[0], at[1]) : openCall(s.requested_by), "link-requested"));
     }
-    if (s.execution && s.execution !== s.call_id) links.push(linkBtn("execution: " + s.execution, () => openCall(s.execution), "link-execution"));
+    const xhttp = s.execution && !S.trace.calls[s.execution] ? S.trace.exchanges[s.execution] : null;
+    if (s.execution && s.execution !== s.call_id && S.trace.calls[s.execution]) {
+      links.push(linkBtn("execution: " + s.execution, () => openCall(s.execution), "link-execution"));
+    }
     if (s.result_in) {
       const at = findPart(S.trace.calls[s.result_in], "input", (p) => p.type === "tool_call_response" && p.id === s.tool_call_id);
       links.push(linkBtn("→ result in " + s.result_in + (at ? " input message [" + at[0] + "] part [" + at[1] + "]" : ""),
         () => at ? gotoPart(s.result_in, "input", at[0], at[1]) : openCall(s.result_in), "link-result"));
     }
     if (links.length) out.push(h("div", { class: "links" }, links));
+    if (xhttp) {
+      const box = h("div", null);
+      const req = xhttp.request || {};
+      out.push(h("h3", null, "executed as"));
+      out.push(h("div", { class: "links" }, h("span", { class: "mono" }, s.execution + " " + (req.method || "") + " " + (req.url || "")),
+        linkBtn("raw HTTP", () => { clear(box); append(box, rawExchange(s.execution)); }, "link-execution")));
+      if (a.execution_evidence) out.push(h("p", { class: "dim" }, "evidence: " + a.execution_evidence));
+      out.push(box);
+    }
     if ("arguments" in a) { out.push(h("h3", null, "arguments")); out.push(longText(pretty(a.arguments), "code")); }
     if ("result" in a) { out.push(h("h3", null, "result" + (a.result_from ? " (as seen in " + a.result_from + ")" : ""))); out.push(longText(pretty(a.result), "code")); }
-    const rest = Object.fromEntries(Object.entries(a).filter(([k]) => !["arguments", "result", "result_from"].includes(k)));
+    const rest = Object.fromEntries(Object.entries(a).filter(([k]) => !["arguments", "result", "result_from", "execution_evidence"].includes(k)));
     if (Object.keys(rest).length) out.push(h("details", null, h("summary", null, "attributes"), longText(pretty(rest), "code")));
     return out;
   }
@@ -810,10 +832,12 @@
     return h("div", null, h("div", { class: "dim" }, label + note), longText(raw.text || "(empty)", "code"));
   }
 
-  function rawView(call) {
-    const x = S.trace.exchanges[call.exchange_id];
-    const raw = S.trace.raw[call.exchange_id] || {};
-    if (!x) return [h("p", { class: "dim" }, "exchange " + call.exchange_id + " is not in the report")];
+  function rawView(call) { return rawExchange(call.exchange_id); }
+
+  function rawExchange(xid) {
+    const x = S.trace.exchanges[xid];
+    const raw = S.trace.raw[xid] || {};
+    if (!x) return [h("p", { class: "dim" }, "exchange " + xid + " is not in the report")];
     const rq = x.request || {}, rs = x.response;
     const out = [h("p", { class: "dim" }, "As captured, credentials redacted. " + x.id + " · " + (x.transport || "") + (x.connection ? " · connection " + x.connection : ""))];
     out.push(h("h3", null, "request"));
