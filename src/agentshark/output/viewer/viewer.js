@@ -359,7 +359,8 @@
 
   function renderOverview() {
     const s = S.index.summary;
-    const main = clear(ui.main);
+    const main = h("div", { class: "scroll", id: "overview" });
+    clear(ui.main).appendChild(main);
     const sec = (title, ...kids) => h("section", { class: "card" }, h("h2", null, title), ...kids);
     const srcs = S.index.sources.map((x) => h("li", null, h("span", { class: "mono" }, x.path || "-"),
       " · " + (x.format || "?") + " · " + plural(x.bytes || 0, "byte") + " · " + plural(x.exchanges || 0, "exchange"),
@@ -466,7 +467,9 @@
         " · " + plural(t.calls.length, "call") + " · tokens " + fmtInt(t.input_tokens) + " in / " + fmtInt(t.output_tokens) + " out" +
         (d.gaps.length ? " · idle " + fmtDur(d.gaps.reduce((a, g) => a + g[1] - g[0], 0)) : "")),
       ev.length ? h("details", { class: "evidence" }, h("summary", null, "how these calls were linked (" + ev.length + ")"), h("ul", null, ev)) : null);
-    const axis = h("div", { class: "axis" }, h("div", { class: "axl" }, "span"), axisTicks(t0, t1, d.gaps));
+    const axis = h("div", { class: "axis" }, h("div", { class: "axl" }, "span",
+      h("span", { class: "legend right" }, h("span", { class: "ttft" }), "first token (or byte)"),
+      h("span", { class: "legend" }, h("span", { class: "swatch" }), "idle")), axisTicks(t0, t1));
     const wfBox = h("div", { class: "wf", id: "waterfall" });
     ui.detail = h("div", { class: "detail", id: "detail" },
       h("p", { class: "dim pad" }, "Click a span to see its messages."));
