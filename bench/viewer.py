@@ -8,6 +8,7 @@ Input: a HAR file made here of OpenAI Chat Completions calls: agent runs of four
 one long run of ``--long`` calls sharing one W3C ``traceparent`` (one trace with that many
 model spans, for the waterfall). Measured, each once (a benchmark, not a test):
 
+* ``analyze json``: ``agentshark analyze --format json`` of the same input, for comparison;
 * ``build``: ``agentshark report`` in this process (analysis, projection, writing the page);
 * ``load``: Chromium (``/usr/bin/chromium``, ``scripts/chromium.sh``) from navigation until
   the viewer has parsed its index and drawn the lists;
@@ -175,8 +176,15 @@ def run() -> None:
     har.write_text(json.dumps(make_har(args.calls, args.long)))
     html = har.with_suffix(".html")
     t = time.perf_counter()
+    assert (
+        agentshark(["analyze", str(har), "--format", "json", "-o", str(har.with_suffix(".json"))])
+        == 0
+    )
+    analyze = time.perf_counter() - t
+    t = time.perf_counter()
     assert agentshark(["report", str(har), "-o", str(html)]) == 0
-    figures = {"build_s": time.perf_counter() - t, "html_mb": html.stat().st_size / 1e6}
+    figures = {"analyze_json_s": analyze, "build_s": time.perf_counter() - t}
+    figures["html_mb"] = html.stat().st_size / 1e6
     figures |= browse(html, args.long)
     for name, value in figures.items():
         print(f"{name:34} {value:10.2f}")

@@ -277,8 +277,8 @@ def _summary(
     exchanges: dict[str, Json],
     in_trace: set[str],
 ) -> Json:
-    claimed = {c["exchange_id"] for c in report.get("calls", [])}
-    unclaimed = [_exchange_row(x) for xid, x in exchanges.items() if xid not in claimed | in_trace]
+    used = {c["exchange_id"] for c in report.get("calls", [])} | in_trace
+    unclaimed = [_exchange_row(x) for xid, x in exchanges.items() if xid not in used]
     tokens = _tokens(report.get("calls", []))
     return {
         "traces": sum(1 for t in traces if t.get("trace_id") is not None),

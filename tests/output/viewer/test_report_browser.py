@@ -112,3 +112,36 @@ def test_shenzhen_run_tool_links_and_timeline(tmp_path: Path) -> None:
         assert "tool results (1)" in cats and "answer (1)" in cats
         page.screenshot(path=str(tmp_path / "shenzhen.png"))
         _clean(seen)
+
+
+def test_filters_and_incidents(tmp_path: Path) -> None:
+    from tests.output.viewer.test_xss import _capture
+
+    truth = json.loads(EXAMPLE.with_name("agent_chat.truth.json").read_text())
+    failed = [r for r in truth["requests"] if r["status"] >= 400]
+    url = _report(tmp_path, EXAMPLE, _capture(tmp_path))
+    seen = Seen()
+    with browser() as ctx:
+        page = open_page(ctx, url, seen)
+        page.click("#tab-calls")
+        page.check("#filter-errors")
+        assert page.locator(".item[data-kind=call]").count() == len(failed)
+        page.uncheck("#filter-errors")
+        page.select_option("#filter-model", "gpt-4o-2024-08-06")
+        models = [r for r in truth["requests"] if r.get("model") == "gpt-4o-2024-08-06"]
+        assert page.locator(".item[data-kind=call]").count() == len(models)
+        page.select_option("#filter-model", "")
+        page.select_option("#filter-api", "openai.chat")
+        assert page.locator(".item[data-kind=call]").count() == len(truth["requests"]) + 1
+        page.select_option("#filter-api", "")
+        # the corpus call whose tool arguments are not JSON has an incident, with evidence
+        page.check("#filter-incidents")
+        assert page.locator(".item[data-kind=call]").count() == 1
+        page.click("#tab-incidents")
+        page.locator(".item[data-kind=incident]").first.click()
+        page.wait_for_selector("#detail .incidents")
+        box = page.locator("#detail .incidents")
+        assert "not JSON" in box.inner_text()
+        box.locator("summary", has_text="evidence").click()
+        assert "{" in box.locator("pre").first.inner_text()
+        _clean(seen)
