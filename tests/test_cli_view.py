@@ -184,3 +184,59 @@ def test_serve_api(tmp_path: Path) -> None:
     # a page of another site that rebinds its name to 127.0.0.1 is refused
     foreign = TestClient(make_app(library), base_url="http://attacker.example:8765")
     assert foreign.get("/api/captures").status_code == 400
+
+
+class _Growing:
+    """A source whose report grows once, as a follower of a file being written would."""
+
+    def __init__(self, first: list[Path], then: list[Path]) -> None:
+        from agentshark.output.viewer_run import build
+
+        self.steps = [build([str(p) for p in first]).data, build([str(p) for p in then]).data]
+        self.step = 0
+
+    def index(self) -> dict[str, object]:
+        data = self.steps[self.step]
+        return {**data.index, "version": self.step + 1, "live": True}
+
+    def trace(self, i: int) -> dict[str, object] | None:
+        traces = self.steps[self.step].traces
+        return traces[i] if 0 <= i < len(traces) else None
+
+    def summary(self) -> dict[str, object] | None:
+        return None
+
+
+def test_a_live_source_is_polled_and_redrawn(tmp_path: Path) -> None:
+    need_chromium()
+    uvicorn = pytest.importorskip("uvicorn")
+    import socket
+    import threading
+
+    from agentshark.output.serve import Library, make_app
+
+    library = Library([EXAMPLE], max_body=1 << 20)
+    growing = _Growing([SHENZHEN / "capture.pcap"], [SHENZHEN / "capture.pcap", EXAMPLE])
+    library.sources["0"] = growing
+    sock = socket.create_server(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(make_app(library), log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        seen = Seen()
+        with browser() as ctx:
+            page = open_page(ctx, f"http://127.0.0.1:{port}/view/0", seen)
+            assert page.locator(".item[data-kind=trace]").count() == 1
+            page.locator(".item[data-kind=trace]").first.click()
+            growing.step = 1  # new calls finished: the viewer picks them up by itself
+            page.wait_for_selector(".count:has-text('6 traces')", timeout=15_000)
+            assert "6\nTRACES" in page.inner_text("#summary").upper()
+            # the trace that was open is open again, from the new data
+            page.wait_for_selector(".thead h1")
+            assert page.locator(".srow").count() == 4
+        assert seen.errors == [] and seen.console == []
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()

@@ -13,9 +13,11 @@ thread, one analysis per capture however many requests come) and keeps the proje
 
 **The live seam.** The viewer reads a :class:`ViewSource`: ``index()`` and ``trace(i)``. Each
 index carries ``version`` and ``live``; while ``live`` is true the viewer polls the index every
-2 s and reloads what it shows when ``version`` changes (``viewer.js``, ``poll``). A follower of
-a growing file plugs in as another :class:`ViewSource` (re-projecting its report as calls
-finish and bumping ``version``) registered in :attr:`Library.sources`; nothing else changes.
+2 s and reloads what it shows when ``version`` changes, opening again the trace that was open
+by its trace id (``viewer.js``, ``poll``). A follower of a growing file plugs in as another
+:class:`ViewSource` (re-projecting its report as calls finish and bumping ``version``)
+registered in :attr:`Library.sources`; nothing else changes (``tests/test_cli_view.py``
+drives the viewer through such a source).
 
 Every page is sent with a Content-Security-Policy allowing only this server's own script,
 style and data (``'self'``), and, when listening on loopback, requests must name a loopback

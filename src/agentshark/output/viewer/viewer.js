@@ -887,7 +887,14 @@
   // ---------------------------------------------------------------- start
   function poll() {
     S.source.index().then((ix) => {
-      if (ix.version !== S.index.version) { S.source.forget(); const open = S.trace && S.trace.index; S.trace = null; setIndex(ix); if (open !== null && open !== undefined) openTrace(open); }
+      if (ix.version !== S.index.version) {
+        // the open trace is found again by its id: indexes may move as a live report grows
+        const open = S.trace ? S.index.traces[S.trace.index].trace_id : undefined;
+        S.source.forget(); S.trace = null;
+        setIndex(ix);
+        const again = open === undefined ? -1 : ix.traces.findIndex((t) => t.trace_id === open);
+        if (again >= 0) openTrace(again);
+      }
       if (ix.live) setTimeout(poll, 2000);
     }).catch(() => setTimeout(poll, 5000));
   }
