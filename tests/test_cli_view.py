@@ -157,6 +157,7 @@ def test_serve_api(tmp_path: Path) -> None:
     pytest.importorskip("starlette")
     from starlette.testclient import TestClient
 
+    from agentshark.output.html_report import viewer_script
     from agentshark.output.serve import Library, make_app
 
     folder = tmp_path / "c"
@@ -180,7 +181,8 @@ def test_serve_api(tmp_path: Path) -> None:
     page = client.get("/view/0")
     assert "default-src 'none'" in page.headers["content-security-policy"]
     assert 'data-api="/api/c/0"' in page.text
-    assert client.get("/viewer.js").text.startswith("// agentshark viewer")
+    assert client.get("/viewer.js").text == viewer_script()
+    assert "agentshark viewer" in viewer_script()[:200]
     # a page of another site that rebinds its name to 127.0.0.1 is refused
     foreign = TestClient(make_app(library), base_url="http://attacker.example:8765")
     assert foreign.get("/api/captures").status_code == 400

@@ -1,6 +1,6 @@
 """ViewerData -> one self-contained HTML file: the viewer and the data inline, no network.
 
-The page holds the viewer's CSS and script (``output/viewer/``) and one
+The page holds the viewer's CSS and script (``output/viewer/``, :func:`viewer_script`) and one
 ``<script type="application/json">`` block for the index plus one per trace, parsed only when
 that trace is opened. Model content is untrusted, so:
 
@@ -17,6 +17,7 @@ that trace is opened. Model content is untrusted, so:
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import html
 from collections.abc import Iterator
@@ -37,9 +38,21 @@ _ESCAPES = (
 )
 
 
+SCRIPT_PARTS = ("source", "dom", "lists", "trace", "span", "blocks", "start")
+"""The viewer's script files (``output/viewer/*.js``), in the order they are joined."""
+
+
 def asset(name: str) -> str:
-    """A file of the viewer (``viewer.js``, ``viewer.css``), as text."""
+    """A file of the viewer (``viewer.css``, ``dom.js``...), as text."""
     return (resources.files("agentshark.output") / "viewer" / name).read_text("utf-8")
+
+
+@functools.cache
+def viewer_script() -> str:
+    """The viewer's script: its parts joined inside one strict function scope (they share
+    their declarations; ``start.js`` runs last)."""
+    parts = "\n".join(asset(f"{name}.js") for name in SCRIPT_PARTS)
+    return f'(function () {{\n"use strict";\n{parts}}})();\n'
 
 
 def script_json(value: Any) -> bytes:
@@ -71,7 +84,7 @@ def write_html(data: ViewerData, out: BinaryIO, *, title: str) -> None:
 
 
 def html_chunks(data: ViewerData, *, title: str) -> Iterator[bytes]:
-    script = asset("viewer.js")
+    script = viewer_script()
     style = asset("viewer.css")
     if "</script" in script.lower() or "</style" in style.lower():  # pragma: no cover
         raise ValueError("the viewer's assets must not close their own elements")

@@ -40,7 +40,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from agentshark.output.html_report import asset
+from agentshark.output.html_report import asset, viewer_script
 from agentshark.output.viewer_run import build
 from agentshark.sources.detect import SNIFF_BYTES, sniff_format
 
@@ -238,8 +238,7 @@ def make_app(library: Library, *, loopback: bool = True) -> Starlette:
         detail = src.trace(request.path_params["i"]) if src else None
         return _json(detail) if detail is not None else _json({"error": "no such trace"}, 404)
 
-    def static(name: str, media: str) -> Any:
-        body = asset(name)
+    def static(body: str, media: str) -> Any:
 
         async def send(request: Request) -> Response:
             return Response(body, media_type=media, headers=_HEADERS)
@@ -252,8 +251,8 @@ def make_app(library: Library, *, loopback: bool = True) -> Starlette:
         Route("/view/{cid}", view),
         Route("/api/c/{cid}/index", index),
         Route("/api/c/{cid}/trace/{i:int}", trace),
-        Route("/viewer.js", static("viewer.js", "text/javascript; charset=utf-8")),
-        Route("/viewer.css", static("viewer.css", "text/css; charset=utf-8")),
+        Route("/viewer.js", static(viewer_script(), "text/javascript; charset=utf-8")),
+        Route("/viewer.css", static(asset("viewer.css"), "text/css; charset=utf-8")),
     ]
     middleware = []
     if loopback:
