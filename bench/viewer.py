@@ -2,6 +2,7 @@
 
     python3 bench/viewer.py                  # 10,000 calls; bench/out/viewer_10000.har/.html
     python3 bench/viewer.py --calls 2000
+    python3 bench/viewer.py --browse-only    # the browser figures again, same page
 
 Input: a HAR file made here of OpenAI Chat Completions calls: agent runs of four calls each
 (user question -> tool call -> tool result -> ... -> answer, linked by replayed history), plus
@@ -13,8 +14,9 @@ model spans, for the waterfall). Measured, each once (a benchmark, not a test):
 * ``load``: Chromium (``/usr/bin/chromium``, ``scripts/chromium.sh``) from navigation until
   the viewer has parsed its index and drawn the lists;
 * ``calls tab``: switching the list to all calls;
-* ``scroll calls``: the calls list scrolled from top to bottom in 300 steps, one frame each;
-  the figure is the total and the slowest frame;
+* ``scroll calls``: the calls list scrolled from top to bottom in 300 steps, two frames each;
+  the figures are the total and the slowest step; ``draw per step``: the same 300 steps drawn
+  synchronously (the viewer's own work, DOM and layout, without waiting for frames);
 * ``open long trace`` and ``scroll waterfall``: the same for the one long trace.
 
 Run with ``nice -n 19`` on a shared machine.
@@ -134,6 +136,18 @@ SCROLL = """async ([sel, steps]) => {
 }"""
 
 
+WORK = """([which, steps]) => {
+  const S = window.agentsharkViewer.state;
+  const list = which === "list" ? S.list : S.wf;
+  const box = list.box;
+  const step = (box.scrollHeight - box.clientHeight) / steps;
+  box.scrollTop = 0; list.refresh();
+  const t0 = performance.now();
+  for (let i = 1; i <= steps; i++) { box.scrollTop = i * step; list.draw(); void box.offsetHeight; }
+  return (performance.now() - t0) / steps;
+}"""
+
+
 def browse(html: Path, long: int) -> dict[str, float]:
     from playwright.sync_api import sync_playwright
 
@@ -155,6 +169,7 @@ def browse(html: Path, long: int) -> dict[str, float]:
         total, worst, rows = page.evaluate(SCROLL, ["#list", 300])
         figures |= {"scroll_calls_ms": total, "scroll_calls_worst_frame_ms": worst}
         figures["rows_in_dom"] = rows
+        figures["calls_draw_ms_per_step"] = page.evaluate(WORK, ["list", 300])
         page.click("#tab-traces")
         t = time.perf_counter()
         page.locator(".item[data-kind=trace]", has_text="step 0 of the long run").click()
@@ -162,6 +177,7 @@ def browse(html: Path, long: int) -> dict[str, float]:
         figures["open_long_trace_s"] = time.perf_counter() - t
         total, worst, _ = page.evaluate(SCROLL, ["#waterfall", 300])
         figures |= {"scroll_waterfall_ms": total, "scroll_waterfall_worst_frame_ms": worst}
+        figures["waterfall_draw_ms_per_step"] = page.evaluate(WORK, ["wf", 300])
         ctx.close()
     return figures
 
@@ -170,11 +186,16 @@ def run() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--calls", type=int, default=10_000)
     parser.add_argument("--long", type=int, default=1000, help="calls in the one long trace")
+    parser.add_argument("--browse-only", action="store_true", help="reuse the page made before")
     args = parser.parse_args()
     OUT.mkdir(exist_ok=True)
     har = OUT / f"viewer_{args.calls}.har"
-    har.write_text(json.dumps(make_har(args.calls, args.long)))
     html = har.with_suffix(".html")
+    if args.browse_only:
+        for name, value in browse(html, args.long).items():
+            print(f"{name:34} {value:10.2f}")
+        return
+    har.write_text(json.dumps(make_har(args.calls, args.long)))
     t = time.perf_counter()
     assert (
         agentshark(["analyze", str(har), "--format", "json", "-o", str(har.with_suffix(".json"))])

@@ -52,7 +52,8 @@
     try { return new Date(ts * 1000).toISOString().replace("T", " ").replace("Z", " UTC"); }
     catch (e) { return String(ts); }
   }
-  function fmtInt(n) { return n === null || n === undefined ? "–" : Number(n).toLocaleString("en-US"); }
+  const INT = new Intl.NumberFormat("en-US");  // one formatter: toLocaleString makes one a call
+  function fmtInt(n) { return n === null || n === undefined ? "–" : INT.format(Number(n)); }
   function plural(n, w, many) { return fmtInt(n) + " " + (n === 1 ? w : (many || w + "s")); }
   function pretty(v) {
     if (typeof v === "string") return v;

@@ -96,25 +96,22 @@
   }
 
   // ---------------------------------------------------------------- filters and lists
-  function callMatches(c) {
+  // A call matches every filter set; a trace matches when it has incidents (if asked) and one
+  // of its calls matches the other filters, or the search names its trace id.
+  function callMatches(c, skipIncidents) {
     if (S.api && c.api !== S.api) return false;
     if (S.model && c.model !== S.model) return false;
     if (S.errors && !c.error) return false;
-    if (S.incidents && !c.incidents) return false;
+    if (S.incidents && !skipIncidents && !c.incidents) return false;
     if (S.q && !c.search.includes(S.q)) return false;
     return true;
   }
 
   function traceMatches(t, i) {
-    const calls = S.traceCalls[i];
     if (S.incidents && !t.incidents) return false;
-    if (S.q && t.trace_id && t.trace_id.includes(S.q) && !S.api && !S.model && !S.errors) return true;
-    const plain = !S.api && !S.model && !S.errors && !S.q;
-    if (plain) return !S.incidents || t.incidents > 0;
-    const saveInc = S.incidents; S.incidents = false;
-    const ok = calls.some(callMatches);
-    S.incidents = saveInc;
-    return ok;
+    if (!S.api && !S.model && !S.errors && !S.q) return true;
+    if (S.q && !S.api && !S.model && !S.errors && t.trace_id && t.trace_id.includes(S.q)) return true;
+    return S.traceCalls[i].some((c) => callMatches(c, true));
   }
 
   function applyFilters() {
@@ -123,7 +120,7 @@
     if (S.tab === "traces") {
       items = ix.traces.filter(traceMatches).map((t) => ({ kind: "trace", t }));
     } else if (S.tab === "calls") {
-      items = ix.calls.filter(callMatches).map((c) => ({ kind: "call", c }));
+      items = ix.calls.filter((c) => callMatches(c, false)).map((c) => ({ kind: "call", c }));
     } else {
       items = ix.incidents.filter((inc) => !S.q ||
         (inc.rule + " " + inc.message + " " + (inc.call_id || "")).toLowerCase().includes(S.q))
