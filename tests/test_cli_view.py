@@ -164,6 +164,8 @@ def test_serve_api(tmp_path: Path) -> None:
     folder.mkdir()
     shutil.copy(EXAMPLE, folder / "a.pcap")
     (folder / "keys.log").write_text("CLIENT_RANDOM " + "00" * 32 + " " + "11" * 48 + "\n")
+    (folder / ".git").mkdir()
+    shutil.copy(EXAMPLE, folder / ".git" / "hidden.pcap")
     library = Library([folder], max_body=1 << 20)
     assert library.keylogs == [str(folder / "keys.log")]
     client = TestClient(make_app(library), base_url="http://127.0.0.1:8765")

@@ -159,11 +159,11 @@ class Library:
 
 def _scan(paths: Sequence[Path]) -> tuple[list[tuple[Path, str]], list[Path]]:
     """Inputs (with their sniffed format) and key logs: files given are taken as inputs;
-    folders are walked (sorted, at most :data:`MAX_FILES` files)."""
+    folders are walked (sorted, hidden entries left out, at most :data:`MAX_FILES` files)."""
     found: list[tuple[Path, str]] = []
     logs: list[Path] = []
     for root in paths:
-        files = [root] if root.is_file() else sorted(p for p in root.rglob("*") if p.is_file())
+        files = [root] if root.is_file() else sorted(_files(root))
         for path in files[:MAX_FILES]:
             try:
                 with path.open("rb") as f:
@@ -177,6 +177,15 @@ def _scan(paths: Sequence[Path]) -> tuple[list[tuple[Path, str]], list[Path]]:
             if kind != "unknown" or root.is_file():
                 found.append((path, kind))
     return found, logs
+
+
+def _files(root: Path) -> list[Path]:
+    """The files under ``root``, hidden folders and files (``.git``, ``.venv``) left out."""
+    return [
+        p
+        for p in root.rglob("*")
+        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)
+    ]
 
 
 def _keylog_text(path: Path) -> bool:
