@@ -31,11 +31,6 @@ def test_report_needs_an_output_file(capsys: pytest.CaptureFixture[str]) -> None
     assert "-o report.html" in capsys.readouterr().err
 
 
-def test_report_refuses_json_format(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["report", str(EXAMPLE), "--format", "json", "-o", str(tmp_path / "r")]) == 2
-    assert "analyze --format json" in capsys.readouterr().err
-
-
 def test_report_of_an_unreadable_input_still_writes_the_page(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

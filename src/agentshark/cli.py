@@ -218,7 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
     which.add_argument("--call", metavar="ID", help="a call id from `agentshark calls`")
     which.add_argument("--span", metavar="ID", help="a span id from `agentshark analyze`")
     show.set_defaults(events=False, api=[], wide=False)
-    cli_view.add_commands(sub, _command, _add_input_options, _size_arg)
+    cli_view.add_commands(sub, _command, _size_arg)
     return parser
 
 

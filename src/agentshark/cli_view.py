@@ -38,9 +38,9 @@ Opening a capture analyzes it once; the report is kept while the server runs.
 """
 
 
-def add_commands(sub: Any, command: Any, add_input_options: Any, size_arg: Any) -> None:
+def add_commands(sub: Any, command: Any, size_arg: Any) -> None:
     """Register ``report`` and ``serve`` on the subparsers ``sub`` of :mod:`agentshark.cli`
-    (``command`` makes a subparser, ``add_input_options`` adds the usual input options)."""
+    (``command`` makes a subparser; ``size_arg`` reads ``--max-body``)."""
     report = command(
         sub,
         "report",
@@ -51,27 +51,54 @@ def add_commands(sub: Any, command: Any, add_input_options: Any, size_arg: Any) 
         "with evidence, raw requests and responses (redacted), search and filters.",
         epilog=_REPORT_EXAMPLES,
     )
-    add_input_options(report)
-    report.set_defaults(events=False, api=[], wide=False)
-    report.set_defaults(format="html")
+    report.add_argument(
+        "files",
+        nargs="+",
+        metavar="FILE",
+        help="pcap/pcapng captures, HAR 1.2 files, vcrpy cassettes or MCP stdio transcripts "
+        "(format detected from the content)",
+    )
+    report.add_argument("-o", "--output", metavar="FILE", help="the HTML file to write")
+    _common_options(report, size_arg)
+    report.set_defaults(events=False, api=[], wide=False, format="html")
     serve = command(
         sub,
         "serve",
         summary="a local web UI over a folder of captures (needs the 'serve' extra)",
         description="Serve the viewer of `agentshark report` over HTTP for the captures, HAR "
         "files, cassettes and transcripts of a folder (or the files given): a list with their "
-        "summaries; opening one analyzes it once and keeps the report. Listens on loopback "
-        "unless --host says otherwise.",
+        "summaries; opening one analyzes it once and keeps the report. Key logs found in the "
+        "folder are used for every capture. Listens on loopback unless --host says otherwise.",
         epilog=_SERVE_EXAMPLES,
     )
     serve.add_argument(
-        "paths", nargs="*", default=["."], metavar="DIR|FILE", help="a folder, or files"
+        "paths", nargs="*", default=["."], metavar="DIR|FILE", help="a folder, or files (.)"
     )
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
     serve.add_argument("--port", type=int, default=8765, help="port (8765; 0: any free port)")
-    serve.add_argument("--keylog", action="append", default=[], metavar="FILE")
-    serve.add_argument("--no-redact", action="store_true")
-    serve.add_argument("--max-body", type=size_arg, default=Options().max_body, metavar="SIZE")
+    _common_options(serve, size_arg)
+
+
+def _common_options(cmd: argparse.ArgumentParser, size_arg: Any) -> None:
+    cmd.add_argument(
+        "--no-redact",
+        action="store_true",
+        help="show credentials (Authorization, API keys, cookies) as captured",
+    )
+    cmd.add_argument(
+        "--max-body",
+        type=size_arg,
+        default=Options().max_body,
+        metavar="SIZE",
+        help="decoded size limit per body, a positive size like 64K, 256M, 1G (default 256M)",
+    )
+    cmd.add_argument(
+        "--keylog",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="TLS key log (SSLKEYLOGFILE format) to decrypt captured TLS; repeatable",
+    )
 
 
 def run_report(args: argparse.Namespace) -> int:
@@ -81,12 +108,6 @@ def run_report(args: argparse.Namespace) -> int:
     if not args.output:
         print(
             "agentshark: report writes one HTML file: give it with -o, e.g. -o report.html",
-            file=sys.stderr,
-        )
-        return 2
-    if args.format != "html":
-        print(
-            "agentshark: report writes HTML; for the JSON report use analyze --format json",
             file=sys.stderr,
         )
         return 2
@@ -125,7 +146,7 @@ def run_serve(args: argparse.Namespace) -> int:
         return 2
     from agentshark.output.serve import Library, make_app
 
-    missing = [p for p in args.paths if not Path(p).exists()]
+    missing = [p for p in [*args.paths, *args.keylog] if not Path(p).exists()]
     if missing:
         print(f"agentshark: {missing[0]}: no such file or folder", file=sys.stderr)
         return 2
