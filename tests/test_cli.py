@@ -387,7 +387,7 @@ def test_help_has_a_line_per_argument_and_examples() -> None:
 
     parser = build_parser()
     (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    assert set(sub.choices) == {"exchanges", "calls", "analyze", "show"}
+    assert set(sub.choices) == {"exchanges", "calls", "analyze", "show", "report", "serve"}
     for name, cmd in sub.choices.items():
         for action in cmd._actions:
             assert action.help, f"{name} {action.dest} has no help line"

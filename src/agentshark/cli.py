@@ -22,7 +22,7 @@ from typing import Any, TextIO
 
 import orjson
 
-from agentshark import __version__
+from agentshark import __version__, cli_view
 from agentshark.apis.model import Call
 from agentshark.apis.registry import known_apis
 from agentshark.output.calls_text import CallsTextWriter
@@ -218,6 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
     which.add_argument("--call", metavar="ID", help="a call id from `agentshark calls`")
     which.add_argument("--span", metavar="ID", help="a span id from `agentshark analyze`")
     show.set_defaults(events=False, api=[], wide=False)
+    cli_view.add_commands(sub, _command, _size_arg)
     return parser
 
 
@@ -261,11 +262,15 @@ class UsageError(Exception):
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "serve":
+        return cli_view.run_serve(args)
     census = Census(len(args.files))
     try:
         _check(args)
         if args.command == "show":
             return _show(args, census)
+        if args.command == "report":
+            return cli_view.run_report(args)
         return _report(args, census, calls=args.command in ("calls", "analyze"))
     except UsageError as exc:
         print(f"agentshark: {exc}", file=sys.stderr)
