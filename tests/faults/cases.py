@@ -50,6 +50,7 @@ INPUTS: tuple[Input, ...] = (
     _shared("llm_sdk_anthropic", "TLS 1.3, Anthropic SDK, SSE", keys=True),
     _shared("mcp_http_plain", "MCP streamable HTTP, SSE"),
     _shared("a2a_jsonrpc_v03", "A2A JSON-RPC 0.3"),
+    _shared("ws_realtime_plain", "WebSocket after an HTTP/1 Upgrade"),
     _own("mcp_streamable_sessions", "MCP sessions"),
     _own("mcp_legacy_sse", "MCP legacy SSE"),
     _own("mcp_streamable_tls", "MCP over TLS 1.3", keys=True),

@@ -18,8 +18,9 @@ from agentshark.apis.view import shared_decode
 from agentshark.errors import Diagnostic
 from agentshark.framing import decode_stream, detect_framing
 from agentshark.framing.events import EventStreamMessage, JsonDocument, SseComment, SseEvent
+from agentshark.framing.websocket import CLOSE, TEXT
 from agentshark.http.content import DEFAULT_DECODE_LIMIT, DecodedBody
-from agentshark.model import Body, Exchange, Headers, Request, Response, header
+from agentshark.model import Body, Exchange, Headers, Request, Response, WsRecord, header
 from agentshark.output.redact import Redactor, redactor
 from agentshark.pipeline import ConnectionReport, SourceReport
 
@@ -95,8 +96,43 @@ def exchange_json(ex: Exchange, opts: RenderOptions) -> dict[str, Any]:
     }
     if ex.extras:
         out["extras"] = {k: _plain(v) for k, v in ex.extras.items()}
+    if ex.messages is not None:
+        out["messages"] = [ws_message_json(r, opts) for r in ex.messages]
     redacted: dict[str, Any] = opts.redactor.json(out)
     return redacted
+
+
+def ws_message_json(record: WsRecord, opts: RenderOptions) -> dict[str, Any]:
+    """One WebSocket message: what it is, its sizes and times; its payload (text, or base64
+    for binary data) only with ``events``, at most ``max_body`` bytes of it."""
+    m = record.message
+    out: dict[str, Any] = {
+        "direction": "client" if m.direction == 0 else "server",
+        "type": m.kind,
+        "frames": m.frames,
+        "size": m.size,
+        "wire_size": m.wire_size,
+        "compressed": m.compressed,
+        "started": m.first_ts,
+        "ended": m.last_ts,
+        "offset": m.offset,
+        "complete": m.complete,
+        "truncated": m.truncated,
+        "decoded": m.payload is not None,
+    }
+    if m.opcode == CLOSE:
+        out["close_code"] = m.close_code
+        out["close_reason"] = m.close_reason
+    if opts.events and m.payload is not None:
+        payload = m.payload[: opts.max_body]
+        cut = len(payload) < m.size
+        if m.opcode == TEXT:
+            out["text"] = payload.decode("utf-8", "replace")
+        elif m.opcode != CLOSE:
+            out["base64"] = base64.b64encode(payload).decode()
+        out["payload_cut"] = cut or m.truncated
+    out["diagnostics"] = diagnostics_json(record.diagnostics)
+    return out
 
 
 def _message_common(
