@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from agentshark.apis.model import Call
+from agentshark.apis.openai.realtime import API as REALTIME
 from agentshark.apis.view import shared_decode
 from agentshark.errors import Diagnostic
 from agentshark.framing import decode_stream, detect_framing
@@ -305,9 +306,25 @@ def _plain(value: object) -> Any:
 
 
 def call_json(call: Call, opts: RenderOptions) -> dict[str, Any]:
-    """A call as the report contract has it, through the options' redactor."""
-    redacted: dict[str, Any] = opts.redactor.json(call.to_json())
+    """A call as the report contract has it, through the options' redactor. The base64 of a
+    Realtime session's audio is written only with ``events`` (as stream events are)."""
+    data = call.to_json()
+    if call.api == REALTIME and not opts.events:
+        _omit_audio(data)
+    redacted: dict[str, Any] = opts.redactor.json(data)
     return redacted
+
+
+def _omit_audio(data: dict[str, Any]) -> None:
+    for key in ("input_messages", "output_messages"):
+        for message in data[key]:
+            for part in message["parts"]:
+                if part.get("type") == "blob" and part.get("modality") == "audio":
+                    part["content"] = None  # a copy: the dicts inside are the call's own
+                    part["provider_details"] = {
+                        **part.get("provider_details", {}),
+                        "content_omitted": "the base64 is written with --events",
+                    }
 
 
 def connection_json(rep: ConnectionReport) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from typing import BinaryIO
 
 from agentshark.apis.mcp.sessions import McpSessions
 from agentshark.apis.model import Call
+from agentshark.apis.openai.realtime import is_realtime, session_calls
 from agentshark.apis.registry import recognize
 from agentshark.errors import Diagnostic, InputError
 from agentshark.http.content import DEFAULT_DECODE_LIMIT
@@ -87,7 +88,9 @@ def _with_calls(items: Iterator[Item], opts: Options) -> Iterator[Item]:
     sessions = McpSessions()
     for item in items:
         yield item
-        if type(item) is Exchange:
+        if type(item) is Exchange and item.messages is not None and is_realtime(item):
+            yield from session_calls(item, lambda: f"call{next(counter)}")
+        elif type(item) is Exchange:
             call = recognize(item, f"call{next(counter)}", max_body=opts.max_body)
             if call is not None:
                 if call.api == "mcp":

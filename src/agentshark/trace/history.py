@@ -93,7 +93,8 @@ from agentshark.apis.model import (
 
 Origin = Literal["previous_response_id", "conversation", "history"]
 
-MODEL_APIS = frozenset({"openai.chat", "openai.responses", "anthropic.messages"})
+MODEL_APIS = frozenset({"openai.chat", "openai.responses", "anthropic.messages", "openai.realtime"})
+REALTIME = "openai.realtime"  # its responses continue one another on their WebSocket session
 CHAT_OPERATION = "chat"  # the OTel GenAI operation name the families give generation calls
 ASSISTANT = "assistant"
 # generic-part fields that name or track the item rather than say what it is
@@ -195,9 +196,12 @@ class _IdIndex:
     def __init__(self) -> None:
         self._responses: dict[str, list[_Entry]] = {}
         self._conversations: dict[str, list[_Entry]] = {}
+        self._sessions: dict[str, list[_Entry]] = {}  # Realtime: exchange id -> responses
 
     def add(self, entry: _Entry) -> None:
         call = entry.call
+        if call.api == REALTIME:
+            self._sessions.setdefault(call.exchange_id, []).append(entry)
         if call.response_id is not None:
             self._responses.setdefault(call.response_id, []).append(entry)
         conversation = _conversation(call)
@@ -206,6 +210,17 @@ class _IdIndex:
 
     def find(self, entry: _Entry) -> HistoryLink | None:
         call = entry.call
+        if call.api == REALTIME:
+            found = _latest(self._sessions.get(call.exchange_id, ()), entry)
+            if found is not None:
+                return HistoryLink(
+                    previous=found.call.id,
+                    origin="conversation",
+                    evidence=f"the same Realtime session (WebSocket {call.exchange_id}), "
+                    f"whose previous response was {found.call.id}'s",
+                    matched_messages=0,
+                    exact=True,
+                )
         previous_id = call.ids.get("previous_response_id")
         if previous_id is not None:
             found = _latest(self._responses.get(previous_id, ()), entry)
