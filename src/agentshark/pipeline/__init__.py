@@ -45,6 +45,7 @@ from agentshark.sources.pcapng import read_pcapng
 from agentshark.sources.records import DecryptionSecrets, Interface, Packet
 from agentshark.sources.stdio import sniff_stdio
 from agentshark.sources.vcr import read_vcr
+from agentshark.sources.wslog import read_message_log
 from agentshark.tls.keylog import KeyLog
 
 __all__ = ["ConnectionReport", "Item", "Options", "SourceReport", "run"]
@@ -195,7 +196,7 @@ def _analyze(
     yield from stdio.flush()
     kind, doc = classify_document(data, name)
     report.format = kind
-    reader = read_har if kind == "har" else read_vcr
+    reader = {"har": read_har, "vcr": read_vcr, "wslog": read_message_log}[kind]
     for item in reader(doc, name, report.index, next_id):
         if isinstance(item, Diagnostic):
             report.diagnostics.append(item)

@@ -50,7 +50,7 @@ def test_calls_agree_with_the_sdk(name: str) -> None:
     done = _received(truth, "response.done")
     assert len(calls) == len(done) == 2
     for call, want in zip(calls, done, strict=True):
-        assert call.api == "openai.realtime" and call.provider == "openai"
+        assert call.api == "openai.realtime" and call.provider == "127.0.0.1"  # a local server
         assert call.complete and call.stream and not call.diagnostics
         assert call.response_id == want["response"]["id"]
         assert call.finish_reasons == [want["response"]["status"]]

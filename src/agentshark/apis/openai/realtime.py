@@ -121,6 +121,9 @@ def session_calls(exchange: Exchange, next_id: Callable[[], str]) -> list[Call]:
             handler(s, event, record.message)
     if s.call is not None:  # the session ended before response.done
         _finish(s, None, None)
+    if not any(r.message.first_ts or r.message.last_ts for r in exchange.messages or ()):
+        for call in s.calls:  # a message log keeps no times: none is known, none is 0.0
+            call.timing = Timing()
     return s.calls
 
 
@@ -328,7 +331,7 @@ _SERVER: dict[Json, _Handler] = {
 
 def _start(s: _Session, ts: float, overrides: dict[str, Json]) -> None:
     ex = s.exchange
-    call = Call(id=s.next_id(), exchange_id=ex.id, api=API, provider="openai", stream=True)
+    call = Call(id=s.next_id(), exchange_id=ex.id, api=API, provider=_provider(ex), stream=True)
     call.operation = "chat"  # a generation on the session's conversation
     call.timing = Timing(started=ts)
     config = {**s.config, **overrides}
@@ -513,27 +516,29 @@ def _audio_part(pieces: list[str], config: dict[str, Json], *, source: str) -> B
     details: dict[str, Json] = {"source": source, "bytes": len(data)}
     if bad:
         details["bad_pieces"] = bad
-    fmt = _audio_format(config)
+    fmt, rate = _audio_format(config)
     if fmt is not None:
         details["format"] = fmt
-    if fmt in (None, "pcm16", "audio/pcm"):
-        details["duration_s"] = round(len(data) / 2 / _PCM_RATE, 3)
+    if fmt in (None, "pcm16", "audio/pcm"):  # 16-bit mono samples
+        details["duration_s"] = round(len(data) / 2 / (rate or _PCM_RATE), 3)
     content = base64.b64encode(data).decode()
     return BlobPart(
         mime_type="audio/pcm", modality="audio", content=content, provider_details=details
     )
 
 
-def _audio_format(config: dict[str, Json]) -> str | None:
+def _audio_format(config: dict[str, Json]) -> tuple[str | None, int | None]:
+    """The session's output audio format and rate: beta ``output_audio_format`` ("pcm16"),
+    GA ``audio.output.format`` ({type: "audio/pcm", rate: 24000})."""
     fmt = config.get("output_audio_format")
     if isinstance(fmt, str):
-        return fmt
+        return fmt, None
     audio = config.get("audio")
     output = audio.get("output") if isinstance(audio, dict) else None
     spec = output.get("format") if isinstance(output, dict) else None
-    if isinstance(spec, dict) and isinstance(spec.get("type"), str):
-        return str(spec["type"])
-    return None
+    if isinstance(spec, dict):
+        return _str(spec.get("type")), _int(spec.get("rate"))
+    return None, None
 
 
 def _usage(raw: Json) -> Usage | None:
@@ -556,6 +561,28 @@ def _int(value: Json) -> int | None:
 
 def _str(value: Json) -> str | None:
     return value if isinstance(value, str) else None
+
+
+# Hosts that speak the Realtime protocol, by the GenAI provider names (standards §1).
+_HOSTS = (
+    ("api.openai.com", "openai"),
+    (".openai.azure.com", "azure.openai"),
+    (".services.ai.azure.com", "azure.ai.openai"),
+    (".cognitiveservices.azure.com", "azure.ai.openai"),
+    ("api.x.ai", "x_ai"),
+)
+
+
+def _provider(ex: Exchange) -> str | None:
+    """Who answered, from the handshake's host; None when the evidence has no handshake (a
+    message log): the protocol alone does not say whose server it was."""
+    if ex.request is None:
+        return None
+    host = (urlsplit(ex.request.url).hostname or "").lower()
+    for suffix, name in _HOSTS:
+        if host == suffix.lstrip(".") or host.endswith(suffix):
+            return name
+    return host or None
 
 
 def _url_model(ex: Exchange) -> str | None:
