@@ -13,6 +13,7 @@ import base64
 from dataclasses import dataclass, replace
 from typing import Any
 
+from agentshark.apis.gemini.live import API as LIVE
 from agentshark.apis.model import Call
 from agentshark.apis.openai.realtime import API as REALTIME
 from agentshark.apis.view import shared_decode
@@ -307,9 +308,9 @@ def _plain(value: object) -> Any:
 
 def call_json(call: Call, opts: RenderOptions) -> dict[str, Any]:
     """A call as the report contract has it, through the options' redactor. The base64 of a
-    Realtime session's audio is written only with ``events`` (as stream events are)."""
+    Realtime or Live session's audio is written only with ``events`` (as stream events are)."""
     data = call.to_json()
-    if call.api == REALTIME and not opts.events:
+    if call.api in (REALTIME, LIVE) and not opts.events:
         _omit_audio(data)
     redacted: dict[str, Any] = opts.redactor.json(data)
     return redacted

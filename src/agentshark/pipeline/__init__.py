@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from agentshark.apis.gemini.live import is_live, live_calls
 from agentshark.apis.mcp.sessions import McpSessions
 from agentshark.apis.model import Call
 from agentshark.apis.openai.realtime import is_realtime, session_calls
@@ -89,8 +90,12 @@ def _with_calls(items: Iterator[Item], opts: Options) -> Iterator[Item]:
     sessions = McpSessions()
     for item in items:
         yield item
-        if type(item) is Exchange and item.messages is not None and is_realtime(item):
-            yield from session_calls(item, lambda: f"call{next(counter)}")
+        if type(item) is Exchange and item.messages is not None:
+            next_id = lambda: f"call{next(counter)}"  # noqa: E731
+            if is_realtime(item):
+                yield from session_calls(item, next_id)
+            elif is_live(item):
+                yield from live_calls(item, next_id)
         elif type(item) is Exchange:
             call = recognize(item, f"call{next(counter)}", max_body=opts.max_body)
             if call is not None:

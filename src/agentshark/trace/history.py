@@ -93,8 +93,9 @@ from agentshark.apis.model import (
 
 Origin = Literal["previous_response_id", "conversation", "history"]
 
-MODEL_APIS = frozenset({"openai.chat", "openai.responses", "anthropic.messages", "openai.realtime"})
-REALTIME = "openai.realtime"  # its responses continue one another on their WebSocket session
+# the session APIs: their calls continue one another on their WebSocket session
+SESSION_APIS = frozenset({"openai.realtime", "gemini.live"})
+MODEL_APIS = frozenset({"openai.chat", "openai.responses", "anthropic.messages", *SESSION_APIS})
 CHAT_OPERATION = "chat"  # the OTel GenAI operation name the families give generation calls
 ASSISTANT = "assistant"
 # generic-part fields that name or track the item rather than say what it is
@@ -200,7 +201,7 @@ class _IdIndex:
 
     def add(self, entry: _Entry) -> None:
         call = entry.call
-        if call.api == REALTIME:
+        if call.api in SESSION_APIS:
             self._sessions.setdefault(call.exchange_id, []).append(entry)
         if call.response_id is not None:
             self._responses.setdefault(call.response_id, []).append(entry)
@@ -210,14 +211,14 @@ class _IdIndex:
 
     def find(self, entry: _Entry) -> HistoryLink | None:
         call = entry.call
-        if call.api == REALTIME:
+        if call.api in SESSION_APIS:
             found = _latest(self._sessions.get(call.exchange_id, ()), entry)
             if found is not None:
                 return HistoryLink(
                     previous=found.call.id,
                     origin="conversation",
-                    evidence=f"the same Realtime session (WebSocket {call.exchange_id}), "
-                    f"whose previous response was {found.call.id}'s",
+                    evidence=f"the same session (WebSocket {call.exchange_id}), whose "
+                    f"previous turn was {found.call.id}",
                     matched_messages=0,
                     exact=True,
                 )
