@@ -19,10 +19,17 @@ from agentshark.apis.openai.realtime import API as REALTIME
 from agentshark.apis.view import shared_decode
 from agentshark.errors import Diagnostic
 from agentshark.framing import decode_stream, detect_framing
-from agentshark.framing.events import EventStreamMessage, JsonDocument, SseComment, SseEvent
+from agentshark.framing.events import (
+    EventStreamMessage,
+    GrpcMessage,
+    JsonDocument,
+    SseComment,
+    SseEvent,
+)
 from agentshark.framing.websocket import CLOSE, TEXT
 from agentshark.http.content import DEFAULT_DECODE_LIMIT, DecodedBody
 from agentshark.model import Body, Exchange, Headers, Request, Response, WsRecord, header
+from agentshark.output.grpc import grpc_json, grpc_message_json
 from agentshark.output.redact import Redactor, redactor
 from agentshark.pipeline import ConnectionReport, SourceReport
 
@@ -54,6 +61,7 @@ class BodyView:
     content_type: str | None
     content_encoding: str | None
     framing: str | None
+    grpc_encoding: str | None = None  # gRPC's per-message compression (grpc-encoding)
 
 
 def view_body(
@@ -66,7 +74,13 @@ def view_body(
     if decoded.size and (decoded.decoded or not decoded.codings):
         head = _head(decoded.pieces, SNIFF_HEAD)
         framing = detect_framing(ctype, head, streaming_hint=streaming_hint)
-    return BodyView(decoded=decoded, content_type=ctype, content_encoding=cenc, framing=framing)
+    return BodyView(
+        decoded=decoded,
+        content_type=ctype,
+        content_encoding=cenc,
+        framing=framing,
+        grpc_encoding=header(headers, "grpc-encoding") if framing == "grpc" else None,
+    )
 
 
 def _head(pieces: list[tuple[float, bytes]], n: int) -> bytes:
@@ -100,6 +114,9 @@ def exchange_json(ex: Exchange, opts: RenderOptions) -> dict[str, Any]:
         out["extras"] = {k: _plain(v) for k, v in ex.extras.items()}
     if ex.messages is not None:
         out["messages"] = [ws_message_json(r, opts) for r in ex.messages]
+    rpc = grpc_json(ex)
+    if rpc is not None:
+        out["grpc"] = rpc
     redacted: dict[str, Any] = opts.redactor.json(out)
     return redacted
 
@@ -178,6 +195,8 @@ def _request_json(
     if opts.events:
         timed = req.started is not None
         out["body_pieces"] = [[ts if timed else None, len(p)] for ts, p in req.body.pieces]
+        if view.framing == "grpc":  # a request body that is a stream of messages
+            out["events"] = stream_events_json(view, diags, timed=timed)
     return out
 
 
@@ -235,7 +254,7 @@ def stream_events_json(
     """The stream events of a body, as captured (the exchange's redaction covers them)."""
     assert view.framing is not None
     events: list[dict[str, Any]] = []
-    for ev in decode_stream(view.decoded.pieces, view.framing):
+    for ev in decode_stream(view.decoded.pieces, view.framing, encoding=view.grpc_encoding):
         if not timed and not isinstance(ev, Diagnostic):
             ev = replace(ev, ts=None)  # type: ignore[arg-type]
         if isinstance(ev, Diagnostic):
@@ -280,6 +299,8 @@ def stream_events_json(
                     "payload": _payload_text(ev.payload),
                 }
             )
+        elif isinstance(ev, GrpcMessage):
+            events.append(grpc_message_json(ev))
     return events
 
 
