@@ -181,3 +181,17 @@ def test_the_grpcio_capture_against_its_truth() -> None:
         trailers = dict(report["response"].get("trailers", []))
         for key, value in want.get("trailing_metadata", []):
             assert trailers[key] == value
+
+
+def test_status_details_bin_is_read_without_a_schema() -> None:
+    import base64
+
+    from agentshark.output.grpc import _status_details
+
+    status = b"\x08\x05" + b"\x12\x09not found"  # google.rpc.Status{code: 5, message}
+    value = base64.b64encode(status).decode().rstrip("=")
+    fields = _status_details(value)
+    assert fields == [
+        {"field": 1, "wire": "varint", "value": 5},
+        {"field": 2, "wire": "len", "as": "string", "value": "not found"},
+    ]

@@ -44,8 +44,8 @@ STATUS_NAMES = (
 
 
 def grpc_json(ex: Exchange) -> dict[str, Any] | None:
-    """``{method, status, status_name, message, encoding, timeout}`` of a gRPC exchange, or
-    None when the request is not gRPC."""
+    """``{method, status, status_name, message, encoding, timeout, status_details}`` of a gRPC
+    exchange, or None when the request is not gRPC."""
     req = ex.request
     if req is None or not (media_type(header(req.headers, "content-type")) or "").startswith(
         "application/grpc"
@@ -54,6 +54,7 @@ def grpc_json(ex: Exchange) -> dict[str, Any] | None:
     resp = ex.response
     status: int | None = None
     message: str | None = None
+    details: list[dict[str, Any]] | None = None
     if resp is not None:
         for source in (resp.trailers, resp.headers):
             raw = header(source, "grpc-status")
@@ -61,6 +62,7 @@ def grpc_json(ex: Exchange) -> dict[str, Any] | None:
                 status = int(raw) if raw.strip().isdigit() else None
                 text = header(source, "grpc-message")
                 message = unquote(text) if text is not None else None
+                details = _status_details(header(source, "grpc-status-details-bin"))
                 break
     name = STATUS_NAMES[status] if status is not None and status < len(STATUS_NAMES) else None
     return {
@@ -73,7 +75,21 @@ def grpc_json(ex: Exchange) -> dict[str, Any] | None:
             "response": header(resp.headers, "grpc-encoding") if resp else None,
         },
         "timeout": header(req.headers, "grpc-timeout"),
+        "status_details": details,
     }
+
+
+def _status_details(value: str | None) -> list[dict[str, Any]] | None:
+    """``grpc-status-details-bin``: a ``google.rpc.Status`` (code 1, message 2, details 3 as
+    ``Any``), base64 without padding as binary metadata is sent; its fields as read without
+    a schema."""
+    if not value:
+        return None
+    try:
+        data = base64.b64decode(value + "=" * (-len(value) % 4), validate=False)
+    except ValueError:
+        return [{"error": "not base64", "offset": 0}]
+    return decode_raw(data)
 
 
 def grpc_message_json(ev: GrpcMessage) -> dict[str, Any]:
