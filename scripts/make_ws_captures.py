@@ -41,8 +41,17 @@ sys.path.insert(0, str(BENCH_DIR))
 
 import genlib  # noqa: E402 - lives in bench/, shared with the other capture generators
 
+SCRIPT = Path(__file__).resolve()
 CAPTURES_DIR = genlib.REPO_ROOT / "tests" / "data" / "captures"
 MADE_BY = "scripts/make_ws_captures.py"
+WS_VENV = SCRIPT.parent / ".venv-ws"
+WS_REQUIREMENTS = (
+    "openai==3.57.0",
+    "websockets==17.4",
+    "hypercorn==0.18.0",
+    "h2==4.3.0",
+    "wsproto==1.3.2",
+)
 FAKE_KEY = "sk-proj-example-not-a-real-key-realtime0000"
 MODEL = "gpt-realtime-workshop"
 AUDIO = bytes(range(256)) * 24  # 6 KiB of "PCM16", 128 ms at 24 kHz
@@ -54,6 +63,7 @@ class Case:
     port: int
     compression: str  # "none", "deflate", "deflate-no-context"
     tls: bool = False
+    h2: bool = False  # RFC 8441: the WebSocket on an HTTP/2 stream (extended CONNECT)
 
 
 CASES = (
@@ -61,6 +71,7 @@ CASES = (
     Case("ws_sdk_realtime_deflate", 18792, "deflate"),
     Case("ws_sdk_realtime_nocontext", 18793, "deflate-no-context"),
     Case("ws_sdk_realtime_tls13", 18794, "deflate", tls=True),
+    Case("ws_h2_realtime", 18795, "none", h2=True),
 )
 
 
@@ -423,6 +434,163 @@ def parsed(ev: Any) -> dict[str, Any]:
     return out
 
 
+# -- RFC 8441: the same session on an HTTP/2 stream ------------------------------------------
+
+
+def h2_server(case: Case, stop: Any) -> Any:
+    """hypercorn (HTTP/2 cleartext with prior knowledge; it offers extended CONNECT in its
+    SETTINGS) running an ASGI WebSocket app that plays the same events."""
+    from hypercorn.asyncio import serve as hc_serve
+    from hypercorn.config import Config
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "websocket":
+            return
+        await receive()  # websocket.connect
+        await send({"type": "websocket.accept"})
+        player = Player()
+        created = player.event("session.created", session={"type": "realtime", "model": MODEL})
+        await send({"type": "websocket.send", "text": created})
+        while True:
+            msg = await receive()
+            if msg["type"] == "websocket.disconnect":
+                return
+            for reply in player.answer(json.loads(msg.get("text") or "{}")):
+                await send({"type": "websocket.send", "text": reply})
+
+    config = Config()
+    config.bind = [f"127.0.0.1:{case.port}"]
+    config.accesslog = None
+    return hc_serve(app, config, shutdown_trigger=stop.wait)  # type: ignore[arg-type]
+
+
+def h2_client(case: Case) -> dict[str, Any]:
+    """The h2 library driven by hand: a CONNECT with ``:protocol: websocket`` (RFC 8441 §4),
+    then wsproto's client frames on the stream's DATA."""
+    import socket
+
+    import h2.config
+    import h2.connection
+    import h2.events
+    from wsproto.frame_protocol import FrameProtocol, Opcode
+
+    sock = socket.create_connection(("127.0.0.1", case.port))
+    conn = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    conn.initiate_connection()
+    sock.sendall(conn.data_to_send())
+    ws = FrameProtocol(client=True, extensions=[])
+    sent: list[dict[str, Any]] = []
+    received: list[dict[str, Any]] = []
+    state: dict[str, Any] = {"settings": False, "status": None}
+
+    def pump(until: Any) -> None:
+        while not until():
+            data = sock.recv(65536)
+            if not data:
+                raise genlib.ToolError("the server closed the connection")
+            for ev in conn.receive_data(data):
+                if isinstance(ev, h2.events.RemoteSettingsChanged):
+                    state["settings"] = True
+                elif isinstance(ev, h2.events.ResponseReceived):
+                    state["status"] = dict(ev.headers).get(b":status")
+                elif isinstance(ev, h2.events.DataReceived):
+                    conn.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
+                    ws.receive_bytes(ev.data)
+                    for frame in ws.received_frames():
+                        if frame.opcode is Opcode.TEXT:
+                            event = json.loads(frame.payload)
+                            received.append(
+                                {
+                                    "t": round(time.time(), 6),
+                                    "type": event["type"],
+                                    "event_id": event["event_id"],
+                                }
+                            )
+            sock.sendall(conn.data_to_send())
+
+    pump(lambda: state["settings"])
+    sid = conn.get_next_available_stream_id()
+    path = f"/v1/realtime?model={MODEL}"
+    conn.send_headers(
+        sid,
+        [
+            (":method", "CONNECT"),
+            (":protocol", "websocket"),
+            (":scheme", "http"),
+            (":path", path),
+            (":authority", f"127.0.0.1:{case.port}"),
+            ("sec-websocket-version", "13"),
+            ("authorization", f"Bearer {FAKE_KEY}"),
+        ],
+    )
+    sock.sendall(conn.data_to_send())
+    pump(lambda: state["status"] is not None)
+    if state["status"] != b"200":
+        raise genlib.ToolError(f"extended CONNECT answered {state['status']!r}")
+
+    def send(event: dict[str, Any], then: int) -> None:
+        conn.send_data(sid, bytes(ws.send_data(json.dumps(event))))
+        sock.sendall(conn.data_to_send())
+        sent.append(
+            {"t": round(time.time(), 6), "type": event["type"], "event_id": event["event_id"]}
+        )
+        want = len(received) + then
+        pump(lambda: len(received) >= want)
+
+    pump(lambda: len(received) >= 1)  # session.created
+    send(
+        {
+            "type": "session.update",
+            "event_id": "evt_h001",
+            "session": {"type": "realtime", "instructions": "Be brief."},
+        },
+        1,
+    )
+    send(
+        {
+            "type": "conversation.item.create",
+            "event_id": "evt_h002",
+            "item": {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "Weather in Shenzhen?"}],
+            },
+        },
+        1,
+    )
+    send({"type": "response.create", "event_id": "evt_h003"}, 7)
+    conn.send_data(sid, bytes(ws.close(1000, "done")), end_stream=True)
+    sock.sendall(conn.data_to_send())
+    time.sleep(0.2)
+    conn.close_connection()
+    sock.sendall(conn.data_to_send())
+    sock.close()
+    return {"sent": sent, "received": received, "extensions": [], "path": path}
+
+
+def run_h2(case: Case) -> dict[str, Any]:
+    import threading
+
+    loop = asyncio.new_event_loop()
+    stop = asyncio.Event()
+    ready = threading.Event()
+
+    def serve_forever() -> None:
+        asyncio.set_event_loop(loop)
+        task = loop.create_task(h2_server(case, stop))
+        loop.call_later(0.3, ready.set)
+        loop.run_until_complete(task)
+
+    thread = threading.Thread(target=serve_forever, daemon=True)
+    thread.start()
+    ready.wait(5)
+    try:
+        return h2_client(case)
+    finally:
+        loop.call_soon_threadsafe(stop.set)
+        thread.join(5)
+
+
 # -- one case ---------------------------------------------------------------------------------
 
 
@@ -444,7 +612,11 @@ def run_case(case: Case, tcpdump: str, certs: dict[str, Path]) -> None:
             await server.wait_closed()
 
     t0 = time.time()
-    result = asyncio.run(main())
+    if case.h2:
+        capture.start()
+        result = run_h2(case)
+    else:
+        result = asyncio.run(main())
     counters = capture.stop(linger=0.7)
     truth = {
         "capture": case.name,
@@ -453,9 +625,14 @@ def run_case(case: Case, tcpdump: str, certs: dict[str, Path]) -> None:
         "uri": f"{'wss' if case.tls else 'ws'}://127.0.0.1:{case.port}/v1/realtime?model={MODEL}",
         "compression": case.compression,
         "tls": case.tls,
-        "client": "openai AsyncOpenAI().realtime.connect() "
-        + genlib.package_versions("openai", "websockets")["openai"],
-        "server": "websockets server playing Realtime GA events (scripts/make_ws_captures.py)",
+        "client": (
+            "h2 by hand (extended CONNECT, RFC 8441) with wsproto frames"
+            if case.h2
+            else "openai AsyncOpenAI().realtime.connect() "
+            + genlib.package_versions("openai", "websockets")["openai"]
+        ),
+        "server": ("hypercorn (HTTP/2 cleartext) ASGI app" if case.h2 else "websockets server")
+        + " playing Realtime GA events (scripts/make_ws_captures.py)",
         "client_started": round(t0, 6),
         "fake_credentials": {"authorization_bearer": FAKE_KEY},
         **result,
@@ -489,6 +666,9 @@ def main() -> int:
         for c in CASES:
             print(c.name, c.compression, "tls" if c.tls else "")
         return 0
+    genlib.reexec_in_venv(
+        SCRIPT, WS_VENV, lambda: genlib.ensure_venv(WS_VENV, WS_REQUIREMENTS, "python3.11")
+    )
     tcpdump = genlib.ensure_tcpdump()
     with tempfile.TemporaryDirectory(prefix="agentshark-ws-") as tmp:
         certs = genlib.make_test_certs(Path(tmp))  # thrown away with the folder

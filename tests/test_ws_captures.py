@@ -154,3 +154,22 @@ def test_a_lost_segment_without_context_takeover_costs_its_messages(tmp_path: Pa
     want = [r["event_id"] for r in truth(name)["received"]]
     assert set(ids) < set(want) and len(ids) >= len(want) - 3
     assert ids == [i for i in want if i in ids]  # in order, none invented
+
+
+def test_websocket_over_http2_extended_connect() -> None:
+    """RFC 8441: hypercorn and a hand-driven h2 client; the stream's DATA are the frames."""
+    t = truth("ws_h2_realtime")
+    ex = session("ws_h2_realtime")
+    assert ex.transport == "h2" and ex.upgrade == "websocket"
+    assert ex.request is not None and ex.request.method == "CONNECT"
+    assert ex.messages is not None and all(not r.diagnostics for r in ex.messages)
+    assert [(e["type"], e["event_id"]) for e, _ in events(ex, 0)] == [
+        (s["type"], s["event_id"]) for s in t["sent"]
+    ]
+    assert [(e["type"], e["event_id"]) for e, _ in events(ex, 1)] == [
+        (r["type"], r["event_id"]) for r in t["received"]
+    ]
+    closes = [r.message for r in ex.messages if r.message.kind == "close"]
+    assert [(m.direction, m.close_code) for m in closes] == [(0, 1000), (1, 1000)]
+    # hypercorn closes the connection without ending its side of the stream: not whole
+    assert not ex.complete and [d.code for d in ex.diagnostics] == ["ws.session_open"]

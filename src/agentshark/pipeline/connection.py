@@ -26,7 +26,7 @@ from agentshark.http.sniff import SNIFF_BYTES, sniff
 from agentshark.model import Exchange
 from agentshark.net.events import Connection, format_endpoint
 from agentshark.pipeline.reports import ConnectionReport
-from agentshark.pipeline.websocket import WebSocketSession
+from agentshark.pipeline.websocket import WebSocketSession, h2_websocket
 from agentshark.tls.events import TlsGap, TlsPlaintext
 from agentshark.tls.keylog import KeyLog
 from agentshark.tls.session import TlsConnection
@@ -146,6 +146,8 @@ class HttpSession:
     def _emit(self, events: list[HttpEvent]) -> list[Exchange]:
         done = self._assembler.handle(events)
         self.exchanges += len(done)
+        if self._h2 is not None and any(ex.upgrade == "websocket" for ex in done):
+            done = [h2_websocket(ex) if ex.upgrade == "websocket" else ex for ex in done]
         return done
 
     def _upgrade_to_h2(self, done: list[Exchange], ts: float) -> list[Exchange]:

@@ -24,7 +24,7 @@ from agentshark.errors import Diagnostic
 from agentshark.framing.websocket import WsDirection, WsMessage, parse_deflate
 from agentshark.model import Exchange, WsRecord, header
 
-__all__ = ["MAX_KEPT", "MAX_MESSAGE", "WebSocketSession"]
+__all__ = ["MAX_KEPT", "MAX_MESSAGE", "WebSocketSession", "h2_websocket"]
 
 MAX_MESSAGE = 1 << 20  # payload bytes kept per message
 MAX_KEPT = 64 << 20  # payload bytes kept per session
@@ -140,3 +140,35 @@ class WebSocketSession:
         self._pending[1].clear()
         records = sorted(self._records, key=lambda r: (r.message.first_ts, r.message.direction))
         return replace(ex, messages=records, diagnostics=diags, session_complete=clean)
+
+
+def h2_websocket(exchange: Exchange) -> Exchange:
+    """A WebSocket bootstrapped on an HTTP/2 stream (RFC 8441 §4: an extended CONNECT with
+    ``:protocol: websocket`` answered 2xx): the stream's DATA in each direction are the
+    session's frames. The exchange comes with its messages; it is complete when both
+    streams ended whole (END_STREAM, no byte lost)."""
+    req, resp = exchange.request, exchange.response
+    if req is None or resp is None or not 200 <= resp.status < 300:
+        return exchange
+    session = WebSocketSession(exchange)
+    for direction, message in ((0, req), (1, resp)):
+        for ts, data in message.body.pieces:
+            session.feed(direction, data, ts)
+    last = resp.ended or req.ended or 0.0
+    session.end(0, req.ended or last, clean=req.complete)
+    done = session.end(1, last, clean=resp.complete)
+    assert done is not None
+    lost = [m for m in (req, resp) if m.body.gap_bytes]
+    if not lost and not any(d.code == "http.parse_error" for d in exchange.diagnostics):
+        return done
+    # HTTP/2 lost frames of this stream (or may have): where in it is not known, so no
+    # message of the session can be vouched for (each keeps what it holds, marked).
+    assert done.messages is not None
+    suspect = Diagnostic(
+        code="ws.suspect",
+        message="the HTTP/2 stream carrying this WebSocket lost frames at an unknown place: "
+        "any message may be missing around this one",
+        location=f"{exchange.id} websocket",
+    )
+    records = [replace(r, diagnostics=[*r.diagnostics, suspect]) for r in done.messages]
+    return replace(done, messages=records, session_complete=False)

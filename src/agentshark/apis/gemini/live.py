@@ -103,9 +103,15 @@ def live_calls(exchange: Exchange, next_id: Callable[[], str]) -> list[Call]:
         if m.opcode not in (TEXT, BINARY):
             continue
         event = _event(record)
-        if event is None or any(d.code in ("ws.gap", "ws.undecodable") for d in record.diagnostics):
+        codes = {d.code for d in record.diagnostics}
+        lost = event is None or bool(codes & {"ws.gap", "ws.undecodable"})
+        if lost or "ws.suspect" in codes:
             who = "client" if m.direction == 0 else "server"
-            s.lost.append(f"a {who} message at {m.offset} was lost or is not a JSON object")
+            s.lost.append(
+                f"a {who} message at {m.offset} was lost, is not a JSON object or "
+                "sits on a stream that lost frames"
+            )
+        if event is None or lost:
             continue
         if m.direction == 0:
             _client(s, event, m.first_ts)

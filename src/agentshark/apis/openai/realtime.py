@@ -112,8 +112,9 @@ def session_calls(exchange: Exchange, next_id: Callable[[], str]) -> list[Call]:
     """The calls (one per response) of a Realtime session's exchange, in order."""
     s = _Session(exchange, next_id)
     for record, event in _events(exchange):
-        if event is None:
+        if event is None or _suspect(record):
             _lost(s, record)
+        if event is None:
             continue
         kind = event.get("type")
         handler = _CLIENT.get(kind) if record.message.direction == 0 else _SERVER.get(kind)
@@ -151,12 +152,20 @@ def _event(m: WsMessage) -> dict[str, Json] | None:
     return value if isinstance(value, dict) else None
 
 
+def _suspect(record: WsRecord) -> bool:
+    """A message whose neighbours may have been lost (``ws.suspect``: HTTP/2 lost frames of
+    its stream at an unknown place)."""
+    return any(d.code == "ws.suspect" for d in record.diagnostics)
+
+
 def _lost(s: _Session, record: WsRecord) -> None:
     m = record.message
     who = "client" if m.direction == 0 else "server"
     why = "cut by a capture gap" if not m.complete else "not decodable"
     if m.payload is not None and m.complete and not m.truncated:
         why = "not a JSON object"
+    if _suspect(record):
+        why = "on a stream that lost frames around it"
     s.lost.append(f"a {who} message at byte {m.offset} is {why}")
 
 
