@@ -461,7 +461,7 @@ def h2_server(case: Case, stop: Any) -> Any:
     config = Config()
     config.bind = [f"127.0.0.1:{case.port}"]
     config.accesslog = None
-    return hc_serve(app, config, shutdown_trigger=stop.wait)  # type: ignore[arg-type]
+    return hc_serve(app, config, shutdown_trigger=stop.wait)
 
 
 def h2_client(case: Case) -> dict[str, Any]:
@@ -498,7 +498,7 @@ def h2_client(case: Case) -> dict[str, Any]:
                     ws.receive_bytes(ev.data)
                     for frame in ws.received_frames():
                         if frame.opcode is Opcode.TEXT:
-                            event = json.loads(frame.payload)
+                            event = json.loads(str(frame.payload))
                             received.append(
                                 {
                                     "t": round(time.time(), 6),

@@ -195,3 +195,44 @@ def test_status_details_bin_is_read_without_a_schema() -> None:
         {"field": 1, "wire": "varint", "value": 5},
         {"field": 2, "wire": "len", "as": "string", "value": "not found"},
     ]
+
+
+def test_with_the_proto_the_messages_are_the_truth() -> None:
+    """--proto: the capture's own workshop.proto, compiled by grpcio-tools, names every field."""
+    from agentshark.framing.proto_schema import load_schemas
+
+    truth = json.loads((GRPC / "truth.json").read_text())
+    schemas = load_schemas([str(GRPC / "workshop.proto")])
+    opts = RenderOptions(events=True, proto=schemas)
+    exchanges = [it for it in run([str(GRPC / "capture.pcap")]) if isinstance(it, Exchange)]
+    for ex, want in zip(exchanges, truth["calls"], strict=True):
+        report = exchange_json(ex, opts)
+        (request,) = report["request"]["events"]
+        assert request["type_name"] == "workshop.v1.CompleteRequest"
+        assert request["message"] == want["request"] and "fields" not in request
+        replies = [
+            e["message"] for e in report["response"].get("events", []) if e["type"] == "grpc"
+        ]
+        if "response" in want:
+            assert replies == [want["response"]]
+        elif "responses" in want:
+            assert replies == want["responses"]
+
+
+def test_a_schema_that_does_not_fit_keeps_the_raw_reading() -> None:
+    from agentshark.framing.proto_schema import ProtoSchemas
+    from agentshark.output.grpc import grpc_message_json
+
+    class Wrong(ProtoSchemas):
+        def __init__(self) -> None:
+            pass
+
+        def to_json(self, type_name: str, payload: bytes) -> tuple[None, str]:
+            return None, f"{type_name} does not parse this message (test)"
+
+    ev = GrpcMessage(payload=b"\x08\x01", size=2, wire_size=2, compressed=False, ts=0.0, offset=0)
+    out = grpc_message_json(ev, lambda p: {"type_name": "x.Y", "schema_error": "no"})
+    assert out["schema_error"] == "no" and out["fields"] == [
+        {"field": 1, "wire": "varint", "value": 1}
+    ]
+    assert Wrong().to_json("x.Y", b"")[1] is not None

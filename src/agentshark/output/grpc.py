@@ -11,15 +11,19 @@ trailers-only response (https://github.com/grpc/grpc/blob/master/doc/PROTOCOL-HT
 from __future__ import annotations
 
 import base64
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote
 
 from agentshark.framing import media_type
 from agentshark.framing.events import GrpcMessage
+from agentshark.framing.proto_schema import ProtoSchemas
 from agentshark.framing.protobuf import decode_raw
 from agentshark.model import Exchange, header
 
-__all__ = ["STATUS_NAMES", "grpc_json", "grpc_message_json"]
+__all__ = ["STATUS_NAMES", "GrpcNamer", "grpc_json", "grpc_message_json", "grpc_namer"]
+
+GrpcNamer = Callable[[bytes], dict[str, Any]]  # a message's payload -> its named reading
 
 # https://grpc.github.io/grpc/core/md_doc_statuscodes.html
 STATUS_NAMES = (
@@ -92,7 +96,29 @@ def _status_details(value: str | None) -> list[dict[str, Any]] | None:
     return decode_raw(data)
 
 
-def grpc_message_json(ev: GrpcMessage) -> dict[str, Any]:
+def grpc_namer(ex: Exchange, schemas: ProtoSchemas | None, *, request: bool) -> GrpcNamer | None:
+    """How the messages of one side of ``ex`` read with the schema: its method's request or
+    response type; None without a schema, or when the schema lacks the method."""
+    if schemas is None or ex.request is None:
+        return None
+    types = schemas.method(ex.request.target.partition("?")[0])
+    if types is None:
+        return None
+    type_name = types[0] if request else types[1]
+
+    def named(payload: bytes) -> dict[str, Any]:
+        value, error = schemas.to_json(type_name, payload)
+        out: dict[str, Any] = {"type_name": type_name}
+        if error is not None:
+            out["schema_error"] = error
+        else:
+            out["message"] = value
+        return out
+
+    return named
+
+
+def grpc_message_json(ev: GrpcMessage, named: GrpcNamer | None = None) -> dict[str, Any]:
     out: dict[str, Any] = {
         "ts": ev.ts,
         "offset": ev.offset,
@@ -108,6 +134,10 @@ def grpc_message_json(ev: GrpcMessage) -> dict[str, Any]:
     if ev.trailers is not None:
         out["trailers"] = [[k, v] for k, v in ev.trailers]
     elif ev.payload is not None:
-        out["fields"] = decode_raw(ev.payload) if ev.complete and not ev.truncated else None
+        whole = ev.complete and not ev.truncated
+        if whole and named is not None:
+            out.update(named(ev.payload))
+        if "message" not in out:  # no schema, or it did not parse: the wire as it is
+            out["fields"] = decode_raw(ev.payload) if whole else None
         out["base64"] = base64.b64encode(ev.payload).decode()
     return out

@@ -26,10 +26,11 @@ from agentshark.framing.events import (
     SseComment,
     SseEvent,
 )
+from agentshark.framing.proto_schema import ProtoSchemas
 from agentshark.framing.websocket import CLOSE, TEXT
 from agentshark.http.content import DEFAULT_DECODE_LIMIT, DecodedBody
 from agentshark.model import Body, Exchange, Headers, Request, Response, WsRecord, header
-from agentshark.output.grpc import grpc_json, grpc_message_json
+from agentshark.output.grpc import GrpcNamer, grpc_json, grpc_message_json, grpc_namer
 from agentshark.output.redact import Redactor, redactor
 from agentshark.pipeline import ConnectionReport, SourceReport
 
@@ -42,6 +43,7 @@ class RenderOptions:
     redact: bool = True
     events: bool = False
     max_body: int = DEFAULT_DECODE_LIMIT
+    proto: ProtoSchemas | None = None  # --proto: gRPC messages with their field names
 
     @property
     def redactor(self) -> Redactor:
@@ -196,7 +198,8 @@ def _request_json(
         timed = req.started is not None
         out["body_pieces"] = [[ts if timed else None, len(p)] for ts, p in req.body.pieces]
         if view.framing == "grpc":  # a request body that is a stream of messages
-            out["events"] = stream_events_json(view, diags, timed=timed)
+            named = grpc_namer(ex, opts.proto, request=True)
+            out["events"] = stream_events_json(view, diags, timed=timed, named=named)
     return out
 
 
@@ -238,7 +241,8 @@ def _response_json(ex: Exchange, opts: RenderOptions, diags: list[Diagnostic]) -
         timed = resp.started is not None
         out["body_pieces"] = [[ts if timed else None, len(p)] for ts, p in resp.body.pieces]
         if view.framing is not None:
-            events = stream_events_json(view, diags, timed=timed)
+            named = grpc_namer(ex, opts.proto, request=False)
+            events = stream_events_json(view, diags, timed=timed, named=named)
             out["events"] = opts.redactor.events(events)  # secrets split across events
     return out
 
@@ -249,7 +253,11 @@ def _asks_for_stream(req: Request) -> bool:
 
 
 def stream_events_json(
-    view: BodyView, diags: list[Diagnostic], *, timed: bool = True
+    view: BodyView,
+    diags: list[Diagnostic],
+    *,
+    timed: bool = True,
+    named: GrpcNamer | None = None,
 ) -> list[dict[str, Any]]:
     """The stream events of a body, as captured (the exchange's redaction covers them)."""
     assert view.framing is not None
@@ -300,7 +308,7 @@ def stream_events_json(
                 }
             )
         elif isinstance(ev, GrpcMessage):
-            events.append(grpc_message_json(ev))
+            events.append(grpc_message_json(ev, named))
     return events
 
 
