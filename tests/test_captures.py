@@ -117,17 +117,45 @@ def test_mcp_sse_replies_and_early_close() -> None:
         assert ex.response is not None and not ex.response.complete
 
 
-def test_websocket_capture_up_to_the_upgrade() -> None:
+def test_websocket_capture_message_by_message() -> None:
     exchanges, conns, _ = analyze("ws_realtime_plain")
     t = truth("ws_realtime_plain")
     (ex,) = exchanges
     assert ex.request is not None and ex.response is not None
     assert ex.response.status == t["handshake"]["status"] == 101
-    assert ex.upgrade == "websocket"
+    assert ex.upgrade == "websocket" and ex.complete and not ex.diagnostics
     assert ex.request.url == t["uri"].replace("ws://", "http://")
     (conn,) = conns
     assert conn.protocol == "http/1.1+websocket"
-    assert conn.switched_bytes[0] > 8000 and conn.switched_bytes[1] > 0
+    assert ex.messages is not None
+    messages = [r.message for r in ex.messages]
+    assert all(m.complete and not r.diagnostics for m, r in zip(messages, ex.messages, strict=True))
+    for direction, key in ((0, "client_sent"), (1, "client_received")):
+        data = [m for m in messages if m.direction == direction and m.opcode == 1]
+        assert len(data) == t["counts"]["sent" if direction == 0 else "received"]
+        for m, want in zip(data, t[key], strict=True):
+            assert m.payload is not None
+            event = json.loads(m.payload)
+            assert (event["type"], event["event_id"], m.size) == (
+                want["type"],
+                want["event_id"],
+                want["bytes"],
+            )
+            # the client's clock, taken around its send or receive call, and the wire's
+            assert abs((m.first_ts if direction == 0 else m.last_ts) - want["t"]) < 0.01
+            if want.get("fragments", 1) > 1:  # websockets ends a fragmented message with an
+                assert m.frames == want["fragments"] + 1  # empty final frame (tshark agrees)
+    pings = [m for m in messages if m.kind in ("ping", "pong")]
+    assert [(m.kind, m.payload) for m in pings] == [
+        ("ping", t["ping_payload"].encode()),
+        ("pong", t["ping_payload"].encode()),
+    ]
+    closes = [m for m in messages if m.kind == "close"]
+    assert [(m.close_code, m.close_reason) for m in closes] == [
+        (t["close"]["code"], t["close"]["reason"])
+    ] * 2
+    sent = sum(m.wire_size for m in messages if m.direction == 0)
+    assert conn.switched_bytes[0] > sent  # frame headers and masking keys besides
 
 
 @pytest.mark.parametrize(

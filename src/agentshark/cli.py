@@ -25,6 +25,8 @@ import orjson
 from agentshark import __version__, cli_view
 from agentshark.apis.model import Call
 from agentshark.apis.registry import known_apis
+from agentshark.errors import InputError
+from agentshark.framing.proto_schema import ProtoSchemas, load_schemas
 from agentshark.output.calls_text import CallsTextWriter
 from agentshark.output.census import Census
 from agentshark.output.jsonreport import JsonReportWriter
@@ -88,6 +90,14 @@ def _add_input_options(cmd: argparse.ArgumentParser) -> None:
         default=[],
         metavar="FILE",
         help="TLS key log (SSLKEYLOGFILE format) to decrypt captured TLS; repeatable",
+    )
+    cmd.add_argument(
+        "--proto",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="protobuf schema for gRPC messages: a .proto file or a FileDescriptorSet "
+        "(protoc -o, buf build); repeatable",
     )
     cmd.add_argument(
         "-o",
@@ -284,6 +294,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _check(args: argparse.Namespace) -> None:
     """What can be known wrong before reading any input: the output path, the key logs,
     the API names."""
+    _proto(args)
     if args.output:
         _check_output(args.output)
     for path in args.keylog:
@@ -308,6 +319,17 @@ def _check(args: argparse.Namespace) -> None:
 
 def _known_api(name: str) -> bool:
     return any(k == name or k.startswith(f"{name}.") for k in known_apis())
+
+
+def _proto(args: argparse.Namespace) -> ProtoSchemas | None:
+    """The --proto schemas, loaded once (a file that is not a schema is a usage error)."""
+    if not hasattr(args, "_schemas"):
+        try:
+            args._schemas = load_schemas(args.proto)
+        except InputError as exc:
+            raise UsageError(str(exc)) from None
+    schemas: ProtoSchemas | None = args._schemas
+    return schemas
 
 
 def _check_output(output: str) -> None:
@@ -380,7 +402,9 @@ def _show(args: argparse.Namespace, census: Census) -> int:
     out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115, PTH123
     try:
         if args.format == "json":
-            render = RenderOptions(redact=not args.no_redact, max_body=args.max_body)
+            render = RenderOptions(
+                redact=not args.no_redact, max_body=args.max_body, proto=_proto(args)
+            )
             out.write(orjson.dumps(call_json(call, render), option=orjson.OPT_INDENT_2).decode())
             out.write("\n")
         else:
@@ -400,7 +424,9 @@ def _show(args: argparse.Namespace, census: Census) -> int:
 
 
 def _report(args: argparse.Namespace, census: Census, *, calls: bool) -> int:
-    render = RenderOptions(redact=not args.no_redact, events=args.events, max_body=args.max_body)
+    render = RenderOptions(
+        redact=not args.no_redact, events=args.events, max_body=args.max_body, proto=_proto(args)
+    )
     total = sum(Path(f).stat().st_size for f in args.files if f != "-" and Path(f).is_file())
     progress = None
     if not args.no_progress and sys.stderr.isatty() and total >= PROGRESS_MIN_BYTES:

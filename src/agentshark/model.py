@@ -10,9 +10,12 @@ demand.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from agentshark.errors import Diagnostic
+
+if TYPE_CHECKING:
+    from agentshark.framing.websocket import WsMessage
 
 Headers = list[tuple[str, str]]
 SourceFormat = Literal["pcap", "pcapng", "har", "vcr"]
@@ -104,6 +107,14 @@ class Response:
     complete: bool = False
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WsRecord:
+    """One WebSocket message of an exchange's session, with the Diagnostics about it."""
+
+    message: WsMessage
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+
 @dataclass(slots=True, kw_only=True)
 class Exchange:
     """One request and its response (None when the capture holds no response).
@@ -124,6 +135,8 @@ class Exchange:
     upgrade: str | None = None  # protocol switched to by a 101 response ("websocket", "h2c")
     diagnostics: list[Diagnostic] = field(default_factory=list)
     extras: dict[str, object] = field(default_factory=dict)  # source-specific data kept raw
+    messages: list[WsRecord] | None = None  # a WebSocket session's messages, both directions
+    session_complete: bool = True  # False: the session after the handshake was not all seen
 
     @property
     def complete(self) -> bool:
@@ -132,6 +145,8 @@ class Exchange:
             and self.request.complete
             and self.response is not None
             and self.response.complete
+            and self.session_complete
+            and (self.messages is None or all(r.message.complete for r in self.messages))
         )
 
     @property

@@ -50,6 +50,7 @@ INPUTS: tuple[Input, ...] = (
     _shared("llm_sdk_anthropic", "TLS 1.3, Anthropic SDK, SSE", keys=True),
     _shared("mcp_http_plain", "MCP streamable HTTP, SSE"),
     _shared("a2a_jsonrpc_v03", "A2A JSON-RPC 0.3"),
+    _shared("ws_realtime_plain", "WebSocket after an HTTP/1 Upgrade"),
     _own("mcp_streamable_sessions", "MCP sessions"),
     _own("mcp_legacy_sse", "MCP legacy SSE"),
     _own("mcp_streamable_tls", "MCP over TLS 1.3", keys=True),
@@ -58,6 +59,8 @@ INPUTS: tuple[Input, ...] = (
     _own("tls12_aes256gcm_h1", "TLS 1.2 AES-256-GCM, HTTP/1, SSE", keys=True),
     _own("tls13_chacha20_h1", "TLS 1.3 ChaCha20, HTTP/1, SSE", keys=True),
     _own("h2c_upgrade", "HTTP/1 Upgrade to h2c"),
+    _own("ws_sdk_realtime_deflate", "WebSocket, permessage-deflate, openai SDK Realtime"),
+    _own("ws_h2_realtime", "WebSocket over HTTP/2 (RFC 8441)"),
 )
 
 BY_NAME = {i.name: i for i in INPUTS}

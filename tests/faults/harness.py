@@ -485,6 +485,8 @@ def _ranges(it: Item, run: Run, by_flow: dict[Flow, list[Pkt]]) -> list[tuple[Fl
         if msg is None or msg.started is None:
             continue
         end = msg.ended if msg.ended is not None else float("inf")
+        if ex.messages is not None:  # a WebSocket session: both directions to its end
+            end = float("inf")
         sel = [p for p in by_flow.get(flow, []) if msg.started - EPS <= p.ts <= end + EPS]
         if not sel:
             continue

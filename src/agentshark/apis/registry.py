@@ -7,9 +7,9 @@ claim wins; no claim leaves a plain HTTP exchange. The list below is the whole r
 adding a family is adding a line (no import-by-name magic).
 
 Families that are recognized but not parsed yet (:data:`UNPARSED`: the Gemini Interactions
-API, Bedrock CountTokens, OpenAI Realtime) are named by :func:`unparsed_api` from the
-request's path alone, so a view can say "3 exchanges look like OpenAI Realtime over WebSocket
-(not parsed yet)" instead of nothing; they make no call.
+API, Bedrock CountTokens, OpenAI Realtime's WebRTC calls and client secrets) are named by
+:func:`unparsed_api` from the request's path alone, so a view can say "3 exchanges look like
+Bedrock CountTokens (not parsed yet)" instead of nothing; they make no call.
 
 Completeness is decided here last, from the exchange's evidence, whatever the family found:
 a call is complete only when its request and its response both arrived whole (their
@@ -108,8 +108,10 @@ class UnparsedApi:
 # `/v1beta/interactions` (https://ai.google.dev/api/interactions-api); Bedrock Runtime
 # `/model/{modelId}/converse` and friends
 # (https://docs.aws.amazon.com/bedrock/latest/APIReference/API_Operations_Amazon_Bedrock_Runtime.html);
-# OpenAI Realtime: a WebSocket to `/v1/realtime` and the WebRTC `/v1/realtime/calls`,
-# `/v1/realtime/client_secrets` (https://platform.openai.com/docs/api-reference/realtime).
+# OpenAI Realtime's WebRTC `/v1/realtime/calls` (its events ride a DTLS data channel that a
+# capture cannot decrypt) and `/v1/realtime/client_secrets`
+# (https://platform.openai.com/docs/api-reference/realtime); a WebSocket to `/v1/realtime` is
+# parsed (agentshark.apis.openai.realtime).
 UNPARSED: tuple[UnparsedApi, ...] = (
     UnparsedApi(
         api="gemini.interactions",
@@ -120,12 +122,6 @@ UNPARSED: tuple[UnparsedApi, ...] = (
         api="bedrock.count_tokens",
         pattern=re.compile(r"/model/.+/(?P<op>count-tokens)$"),
         names={"count-tokens": "Bedrock CountTokens"},
-    ),
-    UnparsedApi(
-        api="openai.realtime",
-        pattern=re.compile(r"/realtime(?P<op>)/?$"),
-        names={"": "OpenAI Realtime over WebSocket"},
-        websocket=True,
     ),
     UnparsedApi(
         api="openai.realtime",

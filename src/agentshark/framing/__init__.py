@@ -16,6 +16,8 @@ name                content types                                decoder
                     ``json-seq`` (RFC 7464, one record a line)
 ``json-array``      ``application/json`` + a streaming hint      :class:`JsonArrayDecoder`
 ``aws-eventstream`` ``application/vnd.amazon.eventstream``       :class:`EventStreamDecoder`
+``grpc``            ``application/grpc[+proto|+json]``,          :class:`GrpcDecoder`
+                    ``application/grpc-web[+proto|+json]``
 =================== ============================================ ===========================
 """
 
@@ -37,6 +39,7 @@ from agentshark.framing.events import (
     SseEvent,
 )
 from agentshark.framing.eventstream import EventStreamDecoder
+from agentshark.framing.grpc import GrpcDecoder
 from agentshark.framing.jsonarray import JsonArrayDecoder
 from agentshark.framing.ndjson import NdjsonDecoder
 from agentshark.framing.sse import SseDecoder
@@ -60,7 +63,7 @@ __all__ = [
     "media_type",
 ]
 
-FramingName = Literal["sse", "ndjson", "json-array", "aws-eventstream"]
+FramingName = Literal["sse", "ndjson", "json-array", "aws-eventstream", "grpc"]
 
 _BY_MEDIA_TYPE: dict[str, FramingName] = {
     "text/event-stream": "sse",
@@ -72,6 +75,12 @@ _BY_MEDIA_TYPE: dict[str, FramingName] = {
     "application/x-jsonlines": "ndjson",
     "application/json-seq": "ndjson",
     "application/vnd.amazon.eventstream": "aws-eventstream",
+    "application/grpc": "grpc",
+    "application/grpc+proto": "grpc",
+    "application/grpc+json": "grpc",
+    "application/grpc-web": "grpc",
+    "application/grpc-web+proto": "grpc",
+    "application/grpc-web+json": "grpc",
 }
 
 _DECODERS: dict[str, Callable[..., FramingDecoder]] = {
@@ -79,6 +88,7 @@ _DECODERS: dict[str, Callable[..., FramingDecoder]] = {
     "ndjson": NdjsonDecoder,
     "json-array": JsonArrayDecoder,
     "aws-eventstream": EventStreamDecoder,
+    "grpc": GrpcDecoder,
 }
 
 _SSE_STARTS = (b"data:", b"event:", b"id:", b"retry:", b":")
@@ -156,20 +166,29 @@ def _several_json_lines(start: bytes) -> bool:
     return True
 
 
-def make_framing_decoder(name: str, *, location: str = "") -> FramingDecoder:
+def make_framing_decoder(
+    name: str, *, location: str = "", encoding: str | None = None
+) -> FramingDecoder:
     """A fresh decoder for framing ``name`` (one of :data:`FramingName`); ``location`` prefixes
-    the locations of its Diagnostics. ValueError for an unknown name."""
+    the locations of its Diagnostics; ``encoding`` is gRPC's ``grpc-encoding`` of the body's
+    message (the other framings take none). ValueError for an unknown name."""
     factory = _DECODERS.get(name)
     if factory is None:
         raise ValueError(f"unknown framing {name!r}; known: {', '.join(_DECODERS)}")
+    if name == "grpc":
+        return factory(location=location, encoding=encoding)
     return factory(location=location)
 
 
 def decode_stream(
-    pieces: Iterable[tuple[float, bytes]], framing: str, *, location: str = ""
+    pieces: Iterable[tuple[float, bytes]],
+    framing: str,
+    *,
+    location: str = "",
+    encoding: str | None = None,
 ) -> list[FramingOutput]:
     """Feed every piece with its arrival time, then close with the last one."""
-    decoder = make_framing_decoder(framing, location=location)
+    decoder = make_framing_decoder(framing, location=location, encoding=encoding)
     out: list[FramingOutput] = []
     ts = 0.0
     for ts, data in pieces:

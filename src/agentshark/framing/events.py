@@ -90,7 +90,23 @@ class EventStreamMessage:
         return value if isinstance(value, str) else None
 
 
-FramingEvent: TypeAlias = SseEvent | SseComment | JsonDocument | EventStreamMessage
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GrpcMessage:
+    """One length-prefixed message. ``payload`` is decompressed (None when it could not be:
+    see the Diagnostic before it); ``trailers`` is set for a gRPC-Web trailers frame."""
+
+    payload: bytes | None
+    size: int  # decompressed size (the wire's when not decompressed)
+    wire_size: int
+    compressed: bool
+    ts: float
+    offset: int
+    complete: bool = True
+    truncated: bool = False
+    trailers: list[tuple[str, str]] | None = None
+
+
+FramingEvent: TypeAlias = SseEvent | SseComment | JsonDocument | EventStreamMessage | GrpcMessage
 FramingOutput: TypeAlias = FramingEvent | Diagnostic
 
 

@@ -13,13 +13,24 @@ import base64
 from dataclasses import dataclass, replace
 from typing import Any
 
+from agentshark.apis.gemini.live import API as LIVE
 from agentshark.apis.model import Call
+from agentshark.apis.openai.realtime import API as REALTIME
 from agentshark.apis.view import shared_decode
 from agentshark.errors import Diagnostic
 from agentshark.framing import decode_stream, detect_framing
-from agentshark.framing.events import EventStreamMessage, JsonDocument, SseComment, SseEvent
+from agentshark.framing.events import (
+    EventStreamMessage,
+    GrpcMessage,
+    JsonDocument,
+    SseComment,
+    SseEvent,
+)
+from agentshark.framing.proto_schema import ProtoSchemas
+from agentshark.framing.websocket import CLOSE, TEXT
 from agentshark.http.content import DEFAULT_DECODE_LIMIT, DecodedBody
-from agentshark.model import Body, Exchange, Headers, Request, Response, header
+from agentshark.model import Body, Exchange, Headers, Request, Response, WsRecord, header
+from agentshark.output.grpc import GrpcNamer, grpc_json, grpc_message_json, grpc_namer
 from agentshark.output.redact import Redactor, redactor
 from agentshark.pipeline import ConnectionReport, SourceReport
 
@@ -32,6 +43,7 @@ class RenderOptions:
     redact: bool = True
     events: bool = False
     max_body: int = DEFAULT_DECODE_LIMIT
+    proto: ProtoSchemas | None = None  # --proto: gRPC messages with their field names
 
     @property
     def redactor(self) -> Redactor:
@@ -51,6 +63,7 @@ class BodyView:
     content_type: str | None
     content_encoding: str | None
     framing: str | None
+    grpc_encoding: str | None = None  # gRPC's per-message compression (grpc-encoding)
 
 
 def view_body(
@@ -63,7 +76,13 @@ def view_body(
     if decoded.size and (decoded.decoded or not decoded.codings):
         head = _head(decoded.pieces, SNIFF_HEAD)
         framing = detect_framing(ctype, head, streaming_hint=streaming_hint)
-    return BodyView(decoded=decoded, content_type=ctype, content_encoding=cenc, framing=framing)
+    return BodyView(
+        decoded=decoded,
+        content_type=ctype,
+        content_encoding=cenc,
+        framing=framing,
+        grpc_encoding=header(headers, "grpc-encoding") if framing == "grpc" else None,
+    )
 
 
 def _head(pieces: list[tuple[float, bytes]], n: int) -> bytes:
@@ -95,8 +114,46 @@ def exchange_json(ex: Exchange, opts: RenderOptions) -> dict[str, Any]:
     }
     if ex.extras:
         out["extras"] = {k: _plain(v) for k, v in ex.extras.items()}
+    if ex.messages is not None:
+        out["messages"] = [ws_message_json(r, opts) for r in ex.messages]
+    rpc = grpc_json(ex)
+    if rpc is not None:
+        out["grpc"] = rpc
     redacted: dict[str, Any] = opts.redactor.json(out)
     return redacted
+
+
+def ws_message_json(record: WsRecord, opts: RenderOptions) -> dict[str, Any]:
+    """One WebSocket message: what it is, its sizes and times; its payload (text, or base64
+    for binary data) only with ``events``, at most ``max_body`` bytes of it."""
+    m = record.message
+    out: dict[str, Any] = {
+        "direction": "client" if m.direction == 0 else "server",
+        "type": m.kind,
+        "frames": m.frames,
+        "size": m.size,
+        "wire_size": m.wire_size,
+        "compressed": m.compressed,
+        "started": m.first_ts,
+        "ended": m.last_ts,
+        "offset": m.offset,
+        "complete": m.complete,
+        "truncated": m.truncated,
+        "decoded": m.payload is not None,
+    }
+    if m.opcode == CLOSE:
+        out["close_code"] = m.close_code
+        out["close_reason"] = m.close_reason
+    if opts.events and m.payload is not None:
+        payload = m.payload[: opts.max_body]
+        cut = len(payload) < m.size
+        if m.opcode == TEXT:
+            out["text"] = payload.decode("utf-8", "replace")
+        elif m.opcode != CLOSE:
+            out["base64"] = base64.b64encode(payload).decode()
+        out["payload_cut"] = cut or m.truncated
+    out["diagnostics"] = diagnostics_json(record.diagnostics)
+    return out
 
 
 def _message_common(
@@ -140,6 +197,9 @@ def _request_json(
     if opts.events:
         timed = req.started is not None
         out["body_pieces"] = [[ts if timed else None, len(p)] for ts, p in req.body.pieces]
+        if view.framing == "grpc":  # a request body that is a stream of messages
+            named = grpc_namer(ex, opts.proto, request=True)
+            out["events"] = stream_events_json(view, diags, timed=timed, named=named)
     return out
 
 
@@ -181,7 +241,8 @@ def _response_json(ex: Exchange, opts: RenderOptions, diags: list[Diagnostic]) -
         timed = resp.started is not None
         out["body_pieces"] = [[ts if timed else None, len(p)] for ts, p in resp.body.pieces]
         if view.framing is not None:
-            events = stream_events_json(view, diags, timed=timed)
+            named = grpc_namer(ex, opts.proto, request=False)
+            events = stream_events_json(view, diags, timed=timed, named=named)
             out["events"] = opts.redactor.events(events)  # secrets split across events
     return out
 
@@ -192,12 +253,16 @@ def _asks_for_stream(req: Request) -> bool:
 
 
 def stream_events_json(
-    view: BodyView, diags: list[Diagnostic], *, timed: bool = True
+    view: BodyView,
+    diags: list[Diagnostic],
+    *,
+    timed: bool = True,
+    named: GrpcNamer | None = None,
 ) -> list[dict[str, Any]]:
     """The stream events of a body, as captured (the exchange's redaction covers them)."""
     assert view.framing is not None
     events: list[dict[str, Any]] = []
-    for ev in decode_stream(view.decoded.pieces, view.framing):
+    for ev in decode_stream(view.decoded.pieces, view.framing, encoding=view.grpc_encoding):
         if not timed and not isinstance(ev, Diagnostic):
             ev = replace(ev, ts=None)  # type: ignore[arg-type]
         if isinstance(ev, Diagnostic):
@@ -242,6 +307,8 @@ def stream_events_json(
                     "payload": _payload_text(ev.payload),
                 }
             )
+        elif isinstance(ev, GrpcMessage):
+            events.append(grpc_message_json(ev, named))
     return events
 
 
@@ -269,9 +336,25 @@ def _plain(value: object) -> Any:
 
 
 def call_json(call: Call, opts: RenderOptions) -> dict[str, Any]:
-    """A call as the report contract has it, through the options' redactor."""
-    redacted: dict[str, Any] = opts.redactor.json(call.to_json())
+    """A call as the report contract has it, through the options' redactor. The base64 of a
+    Realtime or Live session's audio is written only with ``events`` (as stream events are)."""
+    data = call.to_json()
+    if call.api in (REALTIME, LIVE) and not opts.events:
+        _omit_audio(data)
+    redacted: dict[str, Any] = opts.redactor.json(data)
     return redacted
+
+
+def _omit_audio(data: dict[str, Any]) -> None:
+    for key in ("input_messages", "output_messages"):
+        for message in data[key]:
+            for part in message["parts"]:
+                if part.get("type") == "blob" and part.get("modality") == "audio":
+                    part["content"] = None  # a copy: the dicts inside are the call's own
+                    part["provider_details"] = {
+                        **part.get("provider_details", {}),
+                        "content_omitted": "the base64 is written with --events",
+                    }
 
 
 def connection_json(rep: ConnectionReport) -> dict[str, Any]:

@@ -16,8 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from agentshark.apis.gemini.live import is_live, live_calls
 from agentshark.apis.mcp.sessions import McpSessions
 from agentshark.apis.model import Call
+from agentshark.apis.openai.realtime import is_realtime, session_calls
 from agentshark.apis.registry import recognize
 from agentshark.errors import Diagnostic, InputError
 from agentshark.http.content import DEFAULT_DECODE_LIMIT
@@ -44,6 +46,7 @@ from agentshark.sources.pcapng import read_pcapng
 from agentshark.sources.records import DecryptionSecrets, Interface, Packet
 from agentshark.sources.stdio import sniff_stdio
 from agentshark.sources.vcr import read_vcr
+from agentshark.sources.wslog import read_message_log
 from agentshark.tls.keylog import KeyLog
 
 __all__ = ["ConnectionReport", "Item", "Options", "SourceReport", "run"]
@@ -87,7 +90,13 @@ def _with_calls(items: Iterator[Item], opts: Options) -> Iterator[Item]:
     sessions = McpSessions()
     for item in items:
         yield item
-        if type(item) is Exchange:
+        if type(item) is Exchange and item.messages is not None:
+            next_id = lambda: f"call{next(counter)}"  # noqa: E731
+            if is_realtime(item):
+                yield from session_calls(item, next_id)
+            elif is_live(item):
+                yield from live_calls(item, next_id)
+        elif type(item) is Exchange:
             call = recognize(item, f"call{next(counter)}", max_body=opts.max_body)
             if call is not None:
                 if call.api == "mcp":
@@ -192,7 +201,7 @@ def _analyze(
     yield from stdio.flush()
     kind, doc = classify_document(data, name)
     report.format = kind
-    reader = read_har if kind == "har" else read_vcr
+    reader = {"har": read_har, "vcr": read_vcr, "wslog": read_message_log}[kind]
     for item in reader(doc, name, report.index, next_id):
         if isinstance(item, Diagnostic):
             report.diagnostics.append(item)

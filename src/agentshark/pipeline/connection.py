@@ -26,6 +26,7 @@ from agentshark.http.sniff import SNIFF_BYTES, sniff
 from agentshark.model import Exchange
 from agentshark.net.events import Connection, format_endpoint
 from agentshark.pipeline.reports import ConnectionReport
+from agentshark.pipeline.websocket import WebSocketSession, h2_websocket
 from agentshark.tls.events import TlsGap, TlsPlaintext
 from agentshark.tls.keylog import KeyLog
 from agentshark.tls.session import TlsConnection
@@ -44,7 +45,15 @@ class HttpSession:
     request's response then arrives on HTTP/2 stream 1 (RFC 7540 §3.2).
     """
 
-    __slots__ = ("_assembler", "_h1", "_h2", "_make_assembler", "diagnostics", "exchanges")
+    __slots__ = (
+        "_assembler",
+        "_h1",
+        "_h2",
+        "_make_assembler",
+        "_ws",
+        "diagnostics",
+        "exchanges",
+    )
 
     def __init__(
         self,
@@ -62,6 +71,7 @@ class HttpSession:
         else:
             self._h1 = H1Connection()
             self._assembler = make_assembler("http/1.1")
+        self._ws: WebSocketSession | None = None
         self.diagnostics: list[Diagnostic] = []
         self.exchanges = 0
 
@@ -73,6 +83,8 @@ class HttpSession:
     def switched_bytes(self) -> tuple[int, int]:
         if self._h1 is None or self._h2 is not None:
             return (0, 0)
+        if self._ws is not None:
+            return (self._ws.bytes[0], self._ws.bytes[1])
         return self._h1.switched_bytes
 
     @property
@@ -87,6 +99,10 @@ class HttpSession:
         if h2 is not None:
             events = h2.feed(direction, data, ts, acked)
             return self._emit(events) if events else []
+        ws = self._ws
+        if ws is not None:
+            ws.feed(direction, data, ts)
+            return []
         assert self._h1 is not None
         events = self._h1.feed(direction, data, ts, acked)
         if not events:
@@ -94,27 +110,44 @@ class HttpSession:
         done = self._emit(events)
         if self._h1.switched == "h2c":
             done.extend(self._upgrade_to_h2(done, ts))
+        elif self._h1.switched == "websocket":
+            done = self._to_websocket(done, ts)
         return done
 
     def gap(self, direction: int, size: int, ts: float) -> list[Exchange]:
+        if self._ws is not None:
+            self._ws.gap(direction, size, ts)
+            return []
         parser = self._h2 if self._h2 is not None else self._h1
         assert parser is not None
         return self._emit(parser.gap(direction, size, ts))
 
     def end(self, direction: int, ts: float, *, clean: bool) -> list[Exchange]:
+        if self._ws is not None:
+            done = self._ws.end(direction, ts, clean=clean)
+            return self._count([done] if done is not None else [])
         parser = self._h2 if self._h2 is not None else self._h1
         assert parser is not None
         return self._emit(parser.end(direction, ts, clean=clean))
 
     def close(self) -> list[Exchange]:
         done = self._assembler.close()
+        if self._ws is not None:
+            held = self._ws.close()
+            done.extend([held] if held is not None else [])
         self.exchanges += len(done)
         self.diagnostics.extend(self._assembler.diagnostics)
+        return done
+
+    def _count(self, done: list[Exchange]) -> list[Exchange]:
+        self.exchanges += len(done)
         return done
 
     def _emit(self, events: list[HttpEvent]) -> list[Exchange]:
         done = self._assembler.handle(events)
         self.exchanges += len(done)
+        if self._h2 is not None and any(ex.upgrade == "websocket" for ex in done):
+            done = [h2_websocket(ex) if ex.upgrade == "websocket" else ex for ex in done]
         return done
 
     def _upgrade_to_h2(self, done: list[Exchange], ts: float) -> list[Exchange]:
@@ -131,6 +164,20 @@ class HttpSession:
             if data:
                 out.extend(self.feed(direction, data, ts))
         return out
+
+    def _to_websocket(self, done: list[Exchange], ts: float) -> list[Exchange]:
+        """The 101 to ``Upgrade: websocket`` was seen: its exchange is held while the
+        session's messages are read (RFC 6455 §4.1: the frames start right after it)."""
+        assert self._h1 is not None
+        upgraded = next((ex for ex in done if ex.upgrade == "websocket"), None)
+        if upgraded is None:  # the 101's exchange is still with the assembler: not ours
+            return done
+        self.exchanges -= 1  # counted when it is given out, with its messages
+        self._ws = WebSocketSession(upgraded)
+        for direction, data in enumerate(self._h1.take_switched()):
+            if data:
+                self._ws.feed(direction, data, ts)
+        return [ex for ex in done if ex is not upgraded]
 
 
 class _Plain:

@@ -24,7 +24,7 @@ from agentshark.errors import InputError, UnsupportedFormatError
 from agentshark.sources.pcap import MAGICS as PCAP_MAGICS
 
 SniffedFormat = Literal["pcap", "pcapng", "json", "text", "unknown"]
-DocumentKind = Literal["har", "vcr"]
+DocumentKind = Literal["har", "vcr", "wslog"]
 
 SNIFF_BYTES = 64
 """How many leading bytes :func:`sniff_format` wants (fewer only when the file is shorter)."""
@@ -35,7 +35,10 @@ _WHITESPACE = b" \t\r\n"
 # C0 controls that never appear in a text document (tab, LF, VT, FF, CR and ESC may).
 _BINARY_CONTROLS = re.compile(r"[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f]")
 
-_WHAT_WE_READ = "agentshark reads pcap, pcapng, HAR 1.2, vcrpy cassettes and MCP stdio transcripts"
+_WHAT_WE_READ = (
+    "agentshark reads pcap, pcapng, HAR 1.2, vcrpy cassettes, pydantic-ai WebSocket message "
+    "logs and MCP stdio transcripts"
+)
 
 
 class Document(NamedTuple):
@@ -200,15 +203,10 @@ def _classify_interactions(doc: dict[str, Any], name: str) -> Document:
             "not a VCR cassette"
         )
     dicts = [x for x in items if isinstance(x, dict)]
+    if any("kind" in x and "direction" in x for x in dicts):
+        return Document("wslog", doc)  # pydantic-ai's WebSocket message logs
     if not items or any("request" in x and "response" in x for x in dicts):
         return Document("vcr", doc)
-    if any("kind" in x and "direction" in x for x in dicts):
-        raise UnsupportedFormatError(
-            f"{name} is a pydantic-ai WebSocket message log (interactions of kind, direction "
-            "and data, e.g. OpenAI Realtime or Gemini Live): agentshark does not read "
-            "message logs yet; a pcap or pcapng of the WebSocket connection (with its TLS key "
-            "log) or a HAR file with _webSocketMessages carries the same messages"
-        )
     if any(k.startswith(("request_", "response_")) for x in dicts for k in x):
         raise UnsupportedFormatError(
             f"{name} is a pydantic-ai xAI gRPC cassette (request_sample/response_sample or "

@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 from agentshark.errors import Diagnostic
 from agentshark.model import Body, Exchange, Headers, Request, Response, header
 from agentshark.sources._fields import Fields, ItemList, MalformedError
+from agentshark.sources.har_ws import websocket_messages
 
 # Timing phases before the first response byte that belong to the request side. ``ssl`` is
 # part of ``connect`` and must not be added again.
@@ -72,7 +73,14 @@ def _exchange(
     else:
         response = _response(resp, status, f"{path}.response", name, request, times, diags)
 
+    messages = None
+    if "_webSocketMessages" in entry:
+        messages = websocket_messages(
+            entry["_webSocketMessages"], f"{path}._webSocketMessages", diags
+        )
     for key, value in (*entry.items(), *resp.items()):
+        if key == "_webSocketMessages":
+            continue  # read into the exchange's messages
         kept = isinstance(key, str) and (key.startswith("_") or key in _KEPT_FIELDS)
         if kept and value is not None:
             extras.setdefault(key, value)
@@ -93,6 +101,7 @@ def _exchange(
         upgrade=upgrade,
         diagnostics=diags,
         extras=extras,
+        messages=messages,
     )
 
 

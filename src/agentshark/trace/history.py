@@ -93,7 +93,9 @@ from agentshark.apis.model import (
 
 Origin = Literal["previous_response_id", "conversation", "history"]
 
-MODEL_APIS = frozenset({"openai.chat", "openai.responses", "anthropic.messages"})
+# the session APIs: their calls continue one another on their WebSocket session
+SESSION_APIS = frozenset({"openai.realtime", "gemini.live"})
+MODEL_APIS = frozenset({"openai.chat", "openai.responses", "anthropic.messages", *SESSION_APIS})
 CHAT_OPERATION = "chat"  # the OTel GenAI operation name the families give generation calls
 ASSISTANT = "assistant"
 # generic-part fields that name or track the item rather than say what it is
@@ -195,9 +197,12 @@ class _IdIndex:
     def __init__(self) -> None:
         self._responses: dict[str, list[_Entry]] = {}
         self._conversations: dict[str, list[_Entry]] = {}
+        self._sessions: dict[str, list[_Entry]] = {}  # Realtime: exchange id -> responses
 
     def add(self, entry: _Entry) -> None:
         call = entry.call
+        if call.api in SESSION_APIS:
+            self._sessions.setdefault(call.exchange_id, []).append(entry)
         if call.response_id is not None:
             self._responses.setdefault(call.response_id, []).append(entry)
         conversation = _conversation(call)
@@ -206,6 +211,17 @@ class _IdIndex:
 
     def find(self, entry: _Entry) -> HistoryLink | None:
         call = entry.call
+        if call.api in SESSION_APIS:
+            found = _latest(self._sessions.get(call.exchange_id, ()), entry)
+            if found is not None:
+                return HistoryLink(
+                    previous=found.call.id,
+                    origin="conversation",
+                    evidence=f"the same session (WebSocket {call.exchange_id}), whose "
+                    f"previous turn was {found.call.id}",
+                    matched_messages=0,
+                    exact=True,
+                )
         previous_id = call.ids.get("previous_response_id")
         if previous_id is not None:
             found = _latest(self._responses.get(previous_id, ()), entry)

@@ -1,0 +1,602 @@
+"""OpenAI Realtime over WebSocket: the model calls of one session, from its messages.
+
+A Realtime session is one WebSocket (``/v1/realtime?model=…``) on which the client sends
+events and the server answers with events (https://platform.openai.com/docs/api-reference/
+realtime-client-events, …/realtime-server-events; GA names, and the beta names where they
+differ: ``response.text.delta`` for ``response.output_text.delta``,
+``response.audio[_transcript].delta`` for ``response.output_audio[_transcript].delta``,
+``conversation.item.created`` for ``conversation.item.added``). A call is one response, from
+the client's ``response.create`` (or the server's ``response.created`` when the server
+started it on its own, as with voice activity detection) to ``response.done``:
+
+* its configuration is the session's in force: ``session.created``/``session.updated`` (the
+  server's word) over ``session.update`` (the client's request), with the response's own
+  overrides from ``response.create``: instructions, tools, voice, output modalities;
+* its input is what the client added since the previous response: ``conversation.item.create``
+  items (messages, ``function_call_output`` results, earlier function calls), and committed
+  input audio (``input_audio_buffer.append`` … ``commit``, or the server's
+  ``input_audio_buffer.committed``) with its transcription when the server sent one;
+* its output is assembled from the deltas, then taken from ``response.output_item.done``
+  where that says more: text, audio (a blob part: its base64, its size and duration at the
+  session's output rate), the audio's transcript, function calls with their ``call_id``;
+* usage, status and id come from ``response.done``. Only ``completed`` is complete;
+  ``cancelled``, ``incomplete`` and ``failed`` are reported as sent (``finish_reasons``), with
+  ``status_details``; ``error`` events during a response are its error.
+
+A call is complete only when ``response.done`` said ``completed`` and no message of either
+direction between the previous response and this one's end was lost or undecodable (a gap
+can hold an input item or a delta).
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from urllib.parse import parse_qs, urlsplit
+
+import orjson
+
+from agentshark.apis.model import (
+    BlobPart,
+    Call,
+    CallError,
+    GenericPart,
+    Json,
+    Message,
+    Part,
+    TextPart,
+    Timing,
+    ToolCallPart,
+    ToolCallResponsePart,
+    Usage,
+    parse_arguments,
+    tool_name,
+)
+from agentshark.errors import Diagnostic
+from agentshark.framing.websocket import TEXT, WsMessage
+from agentshark.model import Exchange, WsRecord
+
+__all__ = ["API", "is_realtime", "session_calls"]
+
+API = "openai.realtime"
+_SERVER_FIRST = ("session.created", "transcription_session.created")
+_PCM_RATE = 24_000  # pcm16 at 24 kHz, mono: the Realtime API's audio format
+
+
+def is_realtime(exchange: Exchange) -> bool:
+    """A WebSocket session whose first server event is a Realtime ``session.created``, or
+    whose handshake went to ``…/realtime``."""
+    if exchange.messages is None:
+        return False
+    req = exchange.request
+    if req is not None and urlsplit(req.url).path.rstrip("/").endswith("/realtime"):
+        return True
+    for record in exchange.messages:
+        m = record.message
+        if m.direction == 1 and m.opcode == TEXT:
+            event = _event(m)
+            return event is not None and event.get("type") in _SERVER_FIRST
+    return False
+
+
+@dataclass(slots=True)
+class _Output:
+    """One output item of a response being assembled."""
+
+    kind: str  # "message", "function_call", or another item type
+    item: dict[str, Json]
+    text: list[str] = field(default_factory=list)
+    transcript: list[str] = field(default_factory=list)
+    audio: list[str] = field(default_factory=list)  # base64 pieces as sent
+    arguments: list[str] = field(default_factory=list)
+    done: dict[str, Json] | None = None  # response.output_item.done's item
+
+
+@dataclass(slots=True)
+class _Session:
+    exchange: Exchange
+    next_id: Callable[[], str]
+    config: dict[str, Json] = field(default_factory=dict)  # in force
+    inputs: list[Message] = field(default_factory=list)  # since the last response
+    audio: list[str] = field(default_factory=list)  # the input buffer (base64 pieces)
+    audio_items: dict[str, BlobPart] = field(default_factory=dict)  # item id -> input audio
+    call: Call | None = None
+    outputs: dict[str, _Output] = field(default_factory=dict)  # item id -> output
+    lost: list[str] = field(default_factory=list)  # why the evidence since the last call is cut
+    pending_errors: list[Diagnostic] = field(default_factory=list)
+    calls: list[Call] = field(default_factory=list)
+
+
+def session_calls(exchange: Exchange, next_id: Callable[[], str]) -> list[Call]:
+    """The calls (one per response) of a Realtime session's exchange, in order."""
+    s = _Session(exchange, next_id)
+    for record, event in _events(exchange):
+        if event is None or _suspect(record):
+            _lost(s, record)
+        if event is None:
+            continue
+        kind = event.get("type")
+        handler = _CLIENT.get(kind) if record.message.direction == 0 else _SERVER.get(kind)
+        if handler is not None:
+            handler(s, event, record.message)
+    if s.call is not None:  # the session ended before response.done
+        _finish(s, None, None)
+    if not any(r.message.first_ts or r.message.last_ts for r in exchange.messages or ()):
+        for call in s.calls:  # a message log keeps no times: none is known, none is 0.0
+            call.timing = Timing()
+    return s.calls
+
+
+def _events(exchange: Exchange) -> Iterator[tuple[WsRecord, dict[str, Json] | None]]:
+    """Each text message with its JSON event (None when it was cut or undecodable); binary
+    and control messages are not Realtime events."""
+    for record in exchange.messages or ():
+        m = record.message
+        if any(d.code in ("ws.gap", "ws.undecodable") for d in record.diagnostics):
+            yield record, None
+            continue
+        if m.opcode != TEXT:
+            continue
+        event = _event(m) if m.complete and not m.truncated else None
+        yield record, event
+
+
+def _event(m: WsMessage) -> dict[str, Json] | None:
+    if m.payload is None:
+        return None
+    try:
+        value = orjson.loads(m.payload)
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _suspect(record: WsRecord) -> bool:
+    """A message whose neighbours may have been lost (``ws.suspect``: HTTP/2 lost frames of
+    its stream at an unknown place)."""
+    return any(d.code == "ws.suspect" for d in record.diagnostics)
+
+
+def _lost(s: _Session, record: WsRecord) -> None:
+    m = record.message
+    who = "client" if m.direction == 0 else "server"
+    why = "cut by a capture gap" if not m.complete else "not decodable"
+    if m.payload is not None and m.complete and not m.truncated:
+        why = "not a JSON object"
+    if _suspect(record):
+        why = "on a stream that lost frames around it"
+    s.lost.append(f"a {who} message at byte {m.offset} is {why}")
+
+
+# -- client events ------------------------------------------------------------------------------
+
+
+def _session_update(s: _Session, event: dict[str, Json], m: WsMessage) -> None:
+    session = event.get("session")
+    if isinstance(session, dict):
+        s.config = {**s.config, **session}
+
+
+def _item_create(s: _Session, event: dict[str, Json], m: WsMessage) -> None:
+    item = event.get("item")
+    if isinstance(item, dict):
+        message = _input_item(item)
+        if message is not None:
+            s.inputs.append(message)
+
+
+def _audio_append(s: _Session, event: dict[str, Json], m: WsMessage) -> None:
+    audio = event.get("audio")
+    if isinstance(audio, str):
+        s.audio.append(audio)
+
+
+def _audio_clear(s: _Session, event: dict[str, Json], m: WsMessage) -> None:
+    s.audio.clear()
+
+
+def _response_create(s: _Session, event: dict[str, Json], m: WsMessage) -> None:
+    if s.call is not None:
+        _finish(s, None, None)
+    response = event.get("response")
+    _start(s, m.first_ts, response if isinstance(response, dict) else {})
+
+
+# -- server events ------------------------------------------------------------------------------
+
+
+def _session_created(s: _Session, event: dict[str, Json], m: WsMessage) -> None:
+    session = event.get("session")
+    if isinstance(session, dict):
+        s.config = {**s.config, **session}
+        if isinstance(session.get("id"), str):
+            s.config["id"] = session["id"]
+
+
+def _committed(s: _Session, event: dict[str, Json], m: WsMessage) -> None:
+    """The input buffer became a user item: the audio appended since the last commit."""
+    part = _audio_part(s.audio, s.config, source="input_audio_buffer")
+    s.audio = []
+    item_id = event.get("item_id")
+    if isinstance(item_id, str):
+        s.audio_items[item_id] = part
+    s.inputs.append(Message(role="user", parts=[part]))
+
+
+def _transcription(s: _Session, event: dict[str, Json], m: WsMessage) -> None:
+    item_id, transcript = event.get("item_id"), event.get("transcript")
+    part = s.audio_items.get(item_id) if isinstance(item_id, str) else None
+    if part is not None and isinstance(transcript, str):
+        part.provider_details["transcript"] = transcript
+
+
+def _response_created(s: _Session, event: dict[str, Json], m: WsMessage) -> None:
+    if s.call is None:  # started by the server (voice activity detection)
+        _start(s, m.first_ts, {})
+    call = s.call
+    assert call is not None
+    call.timing.first_byte = m.last_ts
+    response = event.get("response")
+    if isinstance(response, dict) and isinstance(response.get("id"), str):
+        call.response_id = response["id"]
+
+
+def _item_added(s: _Session, event: dict[str, Json], m: WsMessage) -> None:
+    item = event.get("item")
+    if s.call is None or not isinstance(item, dict):
+        return
+    key = item.get("id") if isinstance(item.get("id"), str) else f"output {len(s.outputs)}"
+    s.outputs[str(key)] = _Output(kind=str(item.get("type")), item=item)
+
+
+def _delta(attr: str) -> Callable[[_Session, dict[str, Json], WsMessage], None]:
+    def handle(s: _Session, event: dict[str, Json], m: WsMessage) -> None:
+        out = _output_of(s, event)
+        delta = event.get("delta")
+        if out is None or s.call is None or not isinstance(delta, str):
+            return
+        getattr(out, attr).append(delta)
+        if s.call.timing.first_token is None:
+            s.call.timing.first_token = m.last_ts
+
+    return handle
+
+
+def _item_done(s: _Session, event: dict[str, Json], m: WsMessage) -> None:
+    item = event.get("item")
+    if s.call is None or not isinstance(item, dict):
+        return
+    key = item.get("id")
+    out = s.outputs.get(key) if isinstance(key, str) else None
+    if out is None:
+        out = s.outputs[str(key) if key else f"output {len(s.outputs)}"] = _Output(
+            kind=str(item.get("type")), item=item
+        )
+    out.done = item
+
+
+def _response_done(s: _Session, event: dict[str, Json], m: WsMessage) -> None:
+    if s.call is None:
+        _start(s, m.first_ts, {})
+    response = event.get("response")
+    _finish(s, response if isinstance(response, dict) else {}, m)
+
+
+def _error(s: _Session, event: dict[str, Json], m: WsMessage) -> None:
+    error = event.get("error")
+    err = error if isinstance(error, dict) else {}
+    if s.call is not None:
+        s.call.error = CallError(
+            status=None,
+            type=_str(err.get("type")),
+            code=_str(err.get("code")),
+            message=_str(err.get("message")),
+            source=f"error event at byte {m.offset}",
+        )
+        return
+    s.pending_errors.append(
+        Diagnostic(
+            code="realtime.error_event",
+            message=f"the server sent an error outside a response ({_str(err.get('type'))}: "
+            f"{_str(err.get('message'))}), answering the client's event "
+            f"{err.get('event_id')!r}",
+            location=f"{s.exchange.id} server websocket byte {m.offset}",
+            severity="info",
+        )
+    )
+
+
+_Handler = Callable[[_Session, dict[str, Json], WsMessage], None]
+_CLIENT: dict[Json, _Handler] = {
+    "session.update": _session_update,
+    "conversation.item.create": _item_create,
+    "input_audio_buffer.append": _audio_append,
+    "input_audio_buffer.clear": _audio_clear,
+    "response.create": _response_create,
+}
+_SERVER: dict[Json, _Handler] = {
+    "session.created": _session_created,
+    "session.updated": _session_created,
+    "input_audio_buffer.committed": _committed,
+    "conversation.item.input_audio_transcription.completed": _transcription,
+    "response.created": _response_created,
+    "response.output_item.added": _item_added,
+    "response.output_item.done": _item_done,
+    "response.output_text.delta": _delta("text"),
+    "response.text.delta": _delta("text"),
+    "response.output_audio.delta": _delta("audio"),
+    "response.audio.delta": _delta("audio"),
+    "response.output_audio_transcript.delta": _delta("transcript"),
+    "response.audio_transcript.delta": _delta("transcript"),
+    "response.function_call_arguments.delta": _delta("arguments"),
+    "response.done": _response_done,
+    "error": _error,
+}
+
+
+# -- calls --------------------------------------------------------------------------------------
+
+
+def _start(s: _Session, ts: float, overrides: dict[str, Json]) -> None:
+    ex = s.exchange
+    call = Call(id=s.next_id(), exchange_id=ex.id, api=API, provider=_provider(ex), stream=True)
+    call.operation = "chat"  # a generation on the session's conversation
+    call.timing = Timing(started=ts)
+    config = {**s.config, **overrides}
+    model = config.get("model")
+    call.request_model = model if isinstance(model, str) else _url_model(ex)
+    instructions = config.get("instructions")
+    if isinstance(instructions, str):
+        call.system_instructions = [TextPart(content=instructions)]
+    tools = config.get("tools")
+    if isinstance(tools, list):
+        call.tool_definitions = list(tools)
+    for key in ("voice", "output_modalities", "modalities", "temperature", "tool_choice"):
+        if key in config:
+            call.request_params[key] = config[key]
+    if isinstance(s.config.get("id"), str):
+        call.ids["realtime_session_id"] = s.config["id"]
+        call.id_sources["realtime_session_id"] = "session.created session.id"
+    call.input_messages = s.inputs
+    call.diagnostics.extend(s.pending_errors)
+    s.inputs, s.pending_errors = [], []
+    s.call, s.outputs = call, {}
+
+
+def _finish(s: _Session, response: dict[str, Json] | None, m: WsMessage | None) -> None:
+    call = s.call
+    assert call is not None
+    call.output_messages = [msg for out in s.outputs.values() for msg in _output_messages(out, s)]
+    if response is None or m is None:
+        call.diagnostics.append(
+            Diagnostic(
+                code="realtime.no_response_done",
+                message="the session has no response.done for this response (a new "
+                "response.create came first, or the capture ends): it is incomplete",
+                location=f"{s.exchange.id} websocket",
+            )
+        )
+    else:
+        call.timing.ended = m.last_ts
+        status = response.get("status")
+        if isinstance(status, str):
+            call.finish_reasons = [status]
+        if isinstance(response.get("id"), str):
+            call.response_id = response["id"]
+        details = response.get("status_details")
+        if details is not None:
+            call.extras["status_details"] = details
+        call.usage = _usage(response.get("usage"))
+        call.complete = status == "completed" and not s.lost and call.error is None
+        if status == "failed" and call.error is None and isinstance(details, dict):
+            err = details.get("error")
+            err = err if isinstance(err, dict) else {}
+            call.error = CallError(
+                status=None,
+                type=_str(err.get("type")),
+                code=_str(err.get("code")),
+                message=_str(err.get("message")),
+                source="response.done status_details",
+            )
+    if s.lost:
+        call.diagnostics.append(
+            Diagnostic(
+                code="call.evidence_incomplete",
+                message="the call's evidence is not whole: " + "; ".join(s.lost),
+                location=f"{s.exchange.id} websocket",
+            )
+        )
+        s.lost = []
+    s.calls.append(call)
+    s.call = None
+
+
+def _output_of(s: _Session, event: dict[str, Json]) -> _Output | None:
+    item_id = event.get("item_id")
+    if isinstance(item_id, str) and item_id in s.outputs:
+        return s.outputs[item_id]
+    if s.call is None:
+        return None
+    key = str(item_id) if item_id is not None else f"output {len(s.outputs)}"
+    out = s.outputs[key] = _Output(kind="message", item={})
+    return out
+
+
+def _output_messages(out: _Output, s: _Session) -> list[Message]:
+    item = out.done or out.item
+    if out.kind == "function_call" or item.get("type") == "function_call":
+        raw = _str(item.get("arguments")) if out.done else None
+        text = raw if raw else "".join(out.arguments)
+        return [Message(role="assistant", parts=[_function_call(item, text)])]
+    if out.kind != "message" and item.get("type") not in (None, "message"):
+        return [
+            Message(role="assistant", parts=[GenericPart(type=str(item.get("type")), fields=item)])
+        ]
+    parts: list[Part] = []
+    if out.text:
+        parts.append(TextPart(content="".join(out.text)))
+    if out.audio:
+        parts.append(_audio_part(out.audio, s.config, source="output_audio"))
+    transcript = "".join(out.transcript) or _done_transcript(out.done)
+    if transcript:
+        parts.append(TextPart(content=transcript, provider_details={"audio_transcript": True}))
+    if not parts and out.done:
+        parts = _content_parts(out.done.get("content"))
+    role = item.get("role")
+    return [Message(role=role if isinstance(role, str) else "assistant", parts=parts)]
+
+
+def _done_transcript(item: dict[str, Json] | None) -> str:
+    content = item.get("content") if item else None
+    if not isinstance(content, list):
+        return ""
+    return "".join(
+        c["transcript"]
+        for c in content
+        if isinstance(c, dict) and isinstance(c.get("transcript"), str)
+    )
+
+
+def _input_item(item: dict[str, Json]) -> Message | None:
+    kind = item.get("type")
+    if kind == "function_call_output":
+        output = item.get("output")
+        response: Json = output
+        if isinstance(output, str):
+            value, error = parse_arguments(output)
+            response = value if error is None else output
+        result = ToolCallResponsePart(id=_str(item.get("call_id")), response=response)
+        return Message(role="tool", parts=[result])
+    if kind == "function_call":
+        raw = item.get("arguments")
+        return Message(role="assistant", parts=[_function_call(item, _str(raw) or "")])
+    return Message(role=_str(item.get("role")), parts=_content_parts(item.get("content")))
+
+
+def _function_call(item: dict[str, Json], text: str) -> ToolCallPart:
+    """A function call item with its arguments as sent (``text``; "" when none came)."""
+    details: dict[str, Json] = {}
+    args, error = parse_arguments(text) if text else (None, None)
+    return ToolCallPart(
+        id=_str(item.get("call_id")),
+        name=tool_name(item.get("name"), details),
+        arguments=args,
+        arguments_raw=text or None,
+        arguments_error=error,
+        provider_details=details,
+    )
+
+
+def _content_parts(content: Json) -> list[Part]:
+    if not isinstance(content, list):
+        return []
+    parts: list[Part] = []
+    for c in content:
+        if not isinstance(c, dict):
+            parts.append(GenericPart(type="unknown", fields={"value": c}))
+            continue
+        kind = c.get("type")
+        if kind in ("input_text", "text", "output_text") and isinstance(c.get("text"), str):
+            parts.append(TextPart(content=c["text"]))
+        elif kind in ("input_audio", "audio", "output_audio") and isinstance(c.get("audio"), str):
+            part = _audio_part([c["audio"]], {}, source=str(kind))
+            if isinstance(c.get("transcript"), str):
+                part.provider_details["transcript"] = c["transcript"]
+            parts.append(part)
+        else:
+            parts.append(
+                GenericPart(type=str(kind), fields={k: v for k, v in c.items() if k != "type"})
+            )
+    return parts
+
+
+def _audio_part(pieces: list[str], config: dict[str, Json], *, source: str) -> BlobPart:
+    """Audio sent in base64 pieces (each padded on its own): one blob of their bytes, with
+    its size and, for 24 kHz mono pcm16, its duration. A piece that is not base64 is kept
+    out of the bytes and counted in ``provider_details.bad_pieces``."""
+    chunks, bad = [], 0
+    for piece in pieces:
+        try:
+            chunks.append(base64.b64decode(piece, validate=True))
+        except ValueError:
+            bad += 1
+    data = b"".join(chunks)
+    details: dict[str, Json] = {"source": source, "bytes": len(data)}
+    if bad:
+        details["bad_pieces"] = bad
+    fmt, rate = _audio_format(config)
+    if fmt is not None:
+        details["format"] = fmt
+    if fmt in (None, "pcm16", "audio/pcm"):  # 16-bit mono samples
+        details["duration_s"] = round(len(data) / 2 / (rate or _PCM_RATE), 3)
+    content = base64.b64encode(data).decode()
+    return BlobPart(
+        mime_type="audio/pcm", modality="audio", content=content, provider_details=details
+    )
+
+
+def _audio_format(config: dict[str, Json]) -> tuple[str | None, int | None]:
+    """The session's output audio format and rate: beta ``output_audio_format`` ("pcm16"),
+    GA ``audio.output.format`` ({type: "audio/pcm", rate: 24000})."""
+    fmt = config.get("output_audio_format")
+    if isinstance(fmt, str):
+        return fmt, None
+    audio = config.get("audio")
+    output = audio.get("output") if isinstance(audio, dict) else None
+    spec = output.get("format") if isinstance(output, dict) else None
+    if isinstance(spec, dict):
+        return _str(spec.get("type")), _int(spec.get("rate"))
+    return None, None
+
+
+def _usage(raw: Json) -> Usage | None:
+    if not isinstance(raw, dict):
+        return None
+    details = raw.get("input_token_details")
+    cached = _int(details.get("cached_tokens")) if isinstance(details, dict) else None
+    return Usage(
+        input_tokens=_int(raw.get("input_tokens")),
+        output_tokens=_int(raw.get("output_tokens")),
+        cached_input_tokens=cached,
+        total_tokens=_int(raw.get("total_tokens")),
+        raw=raw,
+    )
+
+
+def _int(value: Json) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _str(value: Json) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+# Hosts that speak the Realtime protocol, by the GenAI provider names (standards §1).
+_HOSTS = (
+    ("api.openai.com", "openai"),
+    (".openai.azure.com", "azure.openai"),
+    (".services.ai.azure.com", "azure.ai.openai"),
+    (".cognitiveservices.azure.com", "azure.ai.openai"),
+    ("api.x.ai", "x_ai"),
+)
+
+
+def _provider(ex: Exchange) -> str | None:
+    """Who answered, from the handshake's host; None when the evidence has no handshake (a
+    message log): the protocol alone does not say whose server it was."""
+    if ex.request is None:
+        return None
+    host = (urlsplit(ex.request.url).hostname or "").lower()
+    for suffix, name in _HOSTS:
+        if host == suffix.lstrip(".") or host.endswith(suffix):
+            return name
+    return host or None
+
+
+def _url_model(ex: Exchange) -> str | None:
+    req = ex.request
+    if req is None:
+        return None
+    values = parse_qs(urlsplit(req.url).query).get("model")
+    return values[0] if values else None

@@ -1,0 +1,184 @@
+"""gRPC message framing: a request or response body -> its length-prefixed messages.
+
+gRPC over HTTP/2 (https://github.com/grpc/grpc/blob/master/doc/PROTOCOL-HTTP2.md) and
+gRPC-Web (https://github.com/grpc/grpc/blob/master/doc/PROTOCOL-WEB.md) frame each message as
+``flags(1) length(4, big-endian) message(length)``. Flag bit 0 says the message is
+compressed with the body's ``grpc-encoding`` (``gzip``, ``deflate``, ``zstd``; ``identity``
+is none); in gRPC-Web, flag bit 7 marks the trailers frame, whose message is HTTP/1-style
+header lines (``grpc-status: 0``). The decoder is sans-I/O: ``feed``/``close`` return
+:class:`GrpcMessage` events and Diagnostics, never an exception; a message cut by the end of
+the body is reported incomplete, its payload as far as it came (not decompressed).
+
+A message keeps at most ``max_message`` bytes of its (decompressed) payload; ``size`` still
+counts all of it. The ``grpc-web-text`` variant (base64 of the whole body) is decoded by the
+caller before framing (:func:`decode_grpc_web_text`).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import zlib
+
+import zstandard
+
+from agentshark.errors import Diagnostic
+from agentshark.framing.events import GrpcMessage, at
+
+__all__ = ["GrpcDecoder", "GrpcMessage", "decode_grpc_web_text"]
+
+_MAX_MESSAGE = 4 << 20  # gRPC's own default receive limit
+
+
+class GrpcDecoder:
+    __slots__ = ("_buf", "_encoding", "_location", "_max", "_noted", "_offset", "_ts")
+
+    def __init__(
+        self, *, location: str = "", encoding: str | None = None, max_message: int = _MAX_MESSAGE
+    ) -> None:
+        self._location = location
+        self._encoding = (encoding or "identity").strip().lower()
+        self._max = max_message
+        self._buf = bytearray()
+        self._offset = 0  # body offset of _buf[0]
+        self._ts = 0.0
+        self._noted: set[str] = set()
+
+    def feed(self, data: bytes, ts: float) -> list[GrpcMessage | Diagnostic]:
+        out: list[GrpcMessage | Diagnostic] = []
+        self._buf += data
+        self._ts = ts
+        buf = self._buf
+        pos = 0
+        while len(buf) - pos >= 5:
+            flags = buf[pos]
+            length = int.from_bytes(buf[pos + 1 : pos + 5], "big")
+            if len(buf) - pos - 5 < length:
+                break
+            payload = bytes(buf[pos + 5 : pos + 5 + length])
+            out.extend(self._message(flags, payload, self._offset + pos, ts))
+            pos += 5 + length
+        del buf[:pos]
+        self._offset += pos
+        return out
+
+    def close(self, ts: float) -> list[GrpcMessage | Diagnostic]:
+        if not self._buf:
+            return []
+        where = at(self._location, self._offset)
+        payload = bytes(self._buf[5:])
+        self._buf.clear()
+        diag = Diagnostic(
+            code="grpc.truncated",
+            message="the body ends inside a message; it is reported incomplete",
+            location=where,
+        )
+        cut = GrpcMessage(
+            payload=payload[: self._max],
+            size=len(payload),
+            wire_size=len(payload),
+            compressed=False,
+            ts=ts,
+            offset=self._offset,
+            complete=False,
+            truncated=len(payload) > self._max,
+        )
+        return [diag, cut]
+
+    def _message(
+        self, flags: int, payload: bytes, offset: int, ts: float
+    ) -> list[GrpcMessage | Diagnostic]:
+        out: list[GrpcMessage | Diagnostic] = []
+        where = at(self._location, offset)
+        if flags & 0x80:  # gRPC-Web trailers
+            lines = payload.decode("latin-1").split("\r\n")
+            trailers = [
+                (k.strip().lower(), v.strip())
+                for k, _, v in (x.partition(":") for x in lines)
+                if k.strip()
+            ]
+            return [
+                GrpcMessage(
+                    payload=payload,
+                    size=len(payload),
+                    wire_size=len(payload),
+                    compressed=False,
+                    ts=ts,
+                    offset=offset,
+                    trailers=trailers,
+                )
+            ]
+        if flags & 0x7E:
+            out.append(
+                Diagnostic(
+                    code="grpc.reserved_flags",
+                    message=f"a message sets reserved flag bits {flags:#04x}; it is read as sent",
+                    location=where,
+                )
+            )
+        compressed = bool(flags & 1)
+        data: bytes | None = payload
+        if compressed:
+            data, why = self._inflate(payload)
+            if data is None:
+                out.append(
+                    Diagnostic(
+                        code="grpc.undecodable",
+                        message=f"a compressed message cannot be decompressed: {why}",
+                        location=where,
+                    )
+                )
+        size = len(data) if data is not None else len(payload)
+        truncated = data is not None and len(data) > self._max
+        if truncated and data is not None:
+            data = data[: self._max]
+        out.append(
+            GrpcMessage(
+                payload=data,
+                size=size,
+                wire_size=len(payload),
+                compressed=compressed,
+                ts=ts,
+                offset=offset,
+                truncated=truncated,
+            )
+        )
+        return out
+
+    def _inflate(self, payload: bytes) -> tuple[bytes | None, str]:
+        encoding = self._encoding
+        limit = self._max + 1
+        try:
+            if encoding == "gzip":
+                d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                return d.decompress(payload, limit), ""
+            if encoding == "deflate":
+                d = zlib.decompressobj()
+                return d.decompress(payload, limit), ""
+            if encoding == "zstd":
+                reader = zstandard.ZstdDecompressor().decompressobj()
+                return reader.decompress(payload)[:limit], ""
+        except (zlib.error, zstandard.ZstdError) as exc:
+            return None, f"it is not valid {encoding} ({exc})"
+        if encoding == "identity":
+            return None, "the compressed flag is set but grpc-encoding is identity (or absent)"
+        return None, f"the encoding {encoding!r} is not one agentshark decodes"
+
+
+def decode_grpc_web_text(body: bytes) -> tuple[bytes, str | None]:
+    """A ``grpc-web-text`` body (base64, possibly in several padded chunks) as bytes, and
+    what went wrong, if anything."""
+    out = bytearray()
+    text = body.replace(b"\r", b"").replace(b"\n", b"")
+    pos = 0
+    while pos < len(text):
+        end = text.find(b"=", pos)
+        end = len(text) if end < 0 else end
+        while end < len(text) and text[end : end + 1] == b"=":
+            end += 1
+        try:
+            out += base64.b64decode(text[pos:end], validate=True)
+        except (binascii.Error, ValueError) as exc:
+            return bytes(out), f"not base64 at byte {pos} ({exc})"
+        pos = end
+    return bytes(out), None

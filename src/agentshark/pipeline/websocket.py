@@ -1,0 +1,174 @@
+"""A WebSocket session after its HTTP/1.1 handshake (RFC 6455 §4): the handshake exchange
+held until the session ends, then given out with every message of both directions.
+
+The ``101`` response's ``Sec-WebSocket-Extensions`` says whether ``permessage-deflate`` was
+agreed (RFC 7692 §5). Each direction's bytes go to its own
+:class:`~agentshark.framing.websocket.WsDirection`. A Diagnostic the frame reader gives
+belongs to the message that follows it in that direction (it came right before it); the
+ones no message follows go to the exchange.
+
+The exchange is complete when its handshake was, every message is, no byte of the session
+was lost (a gap can hold whole messages) and both directions ended with a FIN (a capture
+that stops while the session is open has not seen all of it).
+
+Memory is bounded: a message keeps at most ``max_payload`` bytes, and the session at most
+``MAX_KEPT`` bytes of payload in all; past that, messages keep their sizes, times and kinds
+but not their payloads, and one diagnostic says so.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from agentshark.errors import Diagnostic
+from agentshark.framing.websocket import WsDirection, WsMessage, parse_deflate
+from agentshark.model import Exchange, WsRecord, header
+
+__all__ = ["MAX_KEPT", "MAX_MESSAGE", "WebSocketSession", "h2_websocket"]
+
+MAX_MESSAGE = 1 << 20  # payload bytes kept per message
+MAX_KEPT = 64 << 20  # payload bytes kept per session
+
+
+class WebSocketSession:
+    """Both directions of one WebSocket connection, from the bytes after the ``101``."""
+
+    __slots__ = (
+        "_dirs",
+        "_ended",
+        "_exchange",
+        "_gaps",
+        "_kept",
+        "_last",
+        "_pending",
+        "_records",
+        "bytes",
+        "done",
+    )
+
+    def __init__(self, exchange: Exchange, *, max_payload: int = MAX_MESSAGE) -> None:
+        self._exchange = exchange
+        response = exchange.response
+        extensions = header(response.headers, "sec-websocket-extensions") if response else None
+        deflate = parse_deflate(extensions)
+        self._dirs = tuple(
+            WsDirection(
+                d,
+                deflate=deflate,
+                max_payload=max_payload,
+                location=f"{exchange.id} {'client' if d == 0 else 'server'} websocket",
+            )
+            for d in (0, 1)
+        )
+        self._pending: tuple[list[Diagnostic], list[Diagnostic]] = ([], [])
+        self._records: list[WsRecord] = []
+        self._ended: list[bool | None] = [None, None]  # None: open; True: FIN; False: not
+        self._kept = 0
+        self._gaps = 0  # bytes lost: whole messages may have gone with them
+        self._last: float = response.ended if response and response.ended else 0.0
+        self.bytes = [0, 0]  # per direction, after the handshake
+        self.done = False  # the exchange was given out
+
+    def feed(self, direction: int, data: bytes, ts: float) -> None:
+        self.bytes[direction] += len(data)
+        self._last = ts
+        self._take(direction, self._dirs[direction].feed(data, ts))
+
+    def gap(self, direction: int, size: int, ts: float) -> None:
+        self.bytes[direction] += size
+        self._gaps += size
+        self._take(direction, self._dirs[direction].gap(size, ts))
+
+    def end(self, direction: int, ts: float, *, clean: bool) -> Exchange | None:
+        """The direction ended (``clean``: with a FIN); the exchange once both have."""
+        if self._ended[direction] is not None or self.done:
+            return None
+        self._ended[direction] = clean
+        self._take(direction, self._dirs[direction].close(ts))
+        return self._finish() if None not in self._ended else None
+
+    def close(self) -> Exchange | None:
+        """The connection is over: the exchange with what was seen (a direction still open
+        did not end cleanly); None when it was given out already."""
+        if self.done:
+            return None
+        for d in (0, 1):
+            if self._ended[d] is None:
+                self._ended[d] = False
+                self._take(d, self._dirs[d].close(self._last))
+        return self._finish()
+
+    def _take(self, direction: int, events: list[WsMessage | Diagnostic]) -> None:
+        pending = self._pending[direction]
+        for ev in events:
+            if isinstance(ev, Diagnostic):
+                pending.append(ev)
+                continue
+            if ev.payload is not None and self._kept + len(ev.payload) > MAX_KEPT:
+                if self._kept <= MAX_KEPT:
+                    pending.append(self._over_budget(ev))
+                    self._kept = MAX_KEPT + 1
+                ev = replace(ev, payload=None, truncated=True)
+            elif ev.payload is not None:
+                self._kept += len(ev.payload)
+            self._records.append(WsRecord(message=ev, diagnostics=list(pending)))
+            pending.clear()
+
+    def _over_budget(self, ev: WsMessage) -> Diagnostic:
+        return Diagnostic(
+            code="ws.kept_limit",
+            message=f"the session's messages hold more than {MAX_KEPT >> 20} MiB of payload: "
+            "from here on only their sizes, times and kinds are kept",
+            location=f"{self._exchange.id} websocket byte {ev.offset}",
+        )
+
+    def _finish(self) -> Exchange:
+        self.done = True
+        ex = self._exchange
+        clean = all(e is True for e in self._ended) and not self._gaps
+        diags = [*ex.diagnostics, *self._pending[0], *self._pending[1]]
+        if not all(e is True for e in self._ended):
+            diags.append(
+                Diagnostic(
+                    code="ws.session_open",
+                    message="the WebSocket session does not end in the capture (no FIN in "
+                    "both directions): it is reported incomplete",
+                    location=f"{ex.id} websocket",
+                )
+            )
+        self._pending[0].clear()
+        self._pending[1].clear()
+        records = sorted(self._records, key=lambda r: (r.message.first_ts, r.message.direction))
+        return replace(ex, messages=records, diagnostics=diags, session_complete=clean)
+
+
+def h2_websocket(exchange: Exchange) -> Exchange:
+    """A WebSocket bootstrapped on an HTTP/2 stream (RFC 8441 §4: an extended CONNECT with
+    ``:protocol: websocket`` answered 2xx): the stream's DATA in each direction are the
+    session's frames. The exchange comes with its messages; it is complete when both
+    streams ended whole (END_STREAM, no byte lost)."""
+    req, resp = exchange.request, exchange.response
+    if req is None or resp is None or not 200 <= resp.status < 300:
+        return exchange
+    session = WebSocketSession(exchange)
+    for direction, message in ((0, req), (1, resp)):
+        for ts, data in message.body.pieces:
+            session.feed(direction, data, ts)
+    last = resp.ended or req.ended or 0.0
+    session.end(0, req.ended or last, clean=req.complete)
+    done = session.end(1, last, clean=resp.complete)
+    assert done is not None
+    lost = [m for m in (req, resp) if m.body.gap_bytes]
+    if not lost and not any(d.code == "http.parse_error" for d in exchange.diagnostics):
+        return done
+    # HTTP/2 lost frames of this stream (or may have): where in it is not known, so no
+    # message of the session can be vouched for (each keeps what it holds, marked).
+    assert done.messages is not None
+    suspect = Diagnostic(
+        code="ws.suspect",
+        message="the HTTP/2 stream carrying this WebSocket lost frames at an unknown place: "
+        "any message may be missing around this one",
+        location=f"{exchange.id} websocket",
+    )
+    records = [replace(r, diagnostics=[*r.diagnostics, suspect]) for r in done.messages]
+    return replace(done, messages=records, session_complete=False)
