@@ -325,7 +325,7 @@ def _proto(args: argparse.Namespace) -> ProtoSchemas | None:
     """The --proto schemas, loaded once (a file that is not a schema is a usage error)."""
     if not hasattr(args, "_schemas"):
         try:
-            args._schemas = load_schemas(args.proto)
+            args._schemas = load_schemas(getattr(args, "proto", []))
         except InputError as exc:
             raise UsageError(str(exc)) from None
     schemas: ProtoSchemas | None = args._schemas
