@@ -25,6 +25,7 @@ import orjson
 from agentshark import __version__
 from agentshark.apis.model import Call
 from agentshark.apis.registry import known_apis
+from agentshark.cli_export import add_export_parser, run_export
 from agentshark.output.calls_text import CallsTextWriter
 from agentshark.output.census import Census
 from agentshark.output.jsonreport import JsonReportWriter
@@ -218,6 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
     which.add_argument("--call", metavar="ID", help="a call id from `agentshark calls`")
     which.add_argument("--span", metavar="ID", help="a span id from `agentshark analyze`")
     show.set_defaults(events=False, api=[], wide=False)
+    add_export_parser(sub)
     return parser
 
 
@@ -266,6 +268,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         _check(args)
         if args.command == "show":
             return _show(args, census)
+        if args.command == "export":
+            return run_export(args, census)
         return _report(args, census, calls=args.command in ("calls", "analyze"))
     except UsageError as exc:
         print(f"agentshark: {exc}", file=sys.stderr)
