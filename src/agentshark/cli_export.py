@@ -84,6 +84,11 @@ def _add_otlp(formats: Any) -> None:
         action="store_true",
         help="also write the OpenInference attributes (openinference.span.kind, llm.*, tool.*)",
     )
+    cmd.add_argument(
+        "--project",
+        metavar="NAME",
+        help="the Phoenix project the spans go to (resource attribute openinference.project.name)",
+    )
     cmd.add_argument("--keylog", action="append", default=[], metavar="FILE", help="TLS key log")
     cmd.add_argument("--no-redact", action="store_true", help="export credentials as captured")
     cmd.add_argument(
@@ -106,6 +111,7 @@ def run_export(args: argparse.Namespace, census: Any) -> int:
 
 def _run_otlp(args: argparse.Namespace, census: Any) -> int:
     from agentshark.cli import PROGRESS_MIN_BYTES, UsageError, _Progress, _report_failure
+    from agentshark.output.census import plural
     from agentshark.output.otlp import missing
 
     absent = missing(grpc=args.protocol == "grpc")
@@ -156,7 +162,12 @@ def _run_otlp(args: argparse.Namespace, census: Any) -> int:
     out = Path(args.output).open("wb") if args.output else None  # noqa: SIM115
     try:
         for message in requests(
-            analysis, indexer.index, args.files, redact=redact, openinference=args.openinference
+            analysis,
+            indexer.index,
+            args.files,
+            redact=redact,
+            openinference=args.openinference,
+            project=args.project,
         ):
             spans += sum(len(s.spans) for r in message.resource_spans for s in r.scope_spans)
             if out is not None:
@@ -174,7 +185,7 @@ def _run_otlp(args: argparse.Namespace, census: Any) -> int:
             out.close()
     where = args.output if out is not None else target.url if target is not None else ""
     print(
-        f"agentshark: {len(analysis.traces)} traces, {spans} spans "
+        f"agentshark: {plural(len(analysis.traces), 'trace')}, {plural(spans, 'span')} "
         f"{'written to' if out is not None else 'sent to'} {redact.url(where)}",
         file=sys.stderr,
     )

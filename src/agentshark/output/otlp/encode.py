@@ -57,13 +57,18 @@ def key_values(attributes: dict[str, Json]) -> list[KeyValue]:
     return [KeyValue(key=k, value=any_value(v)) for k, v in attributes.items() if v is not None]
 
 
-def resource_attributes(files: Sequence[str]) -> dict[str, Json]:
-    return {
+def resource_attributes(files: Sequence[str], project: str | None = None) -> dict[str, Json]:
+    """agentshark, its version, the semconv version of the names, the capture files; the
+    Phoenix project when one is named."""
+    out: dict[str, Json] = {
         n.SERVICE_NAME: "agentshark",
         n.SERVICE_VERSION: __version__,
         n.SEMCONV: n.SEMCONV_VERSION,
         n.CAPTURE_FILES: list(files),
     }
+    if project is not None:
+        out[n.PROJECT] = project
+    return out
 
 
 def span_message(span: OtlpSpan) -> Span:

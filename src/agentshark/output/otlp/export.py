@@ -22,7 +22,8 @@ from agentshark.apis.model import Call
 from agentshark.model import Exchange
 from agentshark.output.otlp.encode import request, resource_attributes
 from agentshark.output.otlp.openinference import add_openinference
-from agentshark.output.otlp.spans import CallIndex, OtlpLink, OtlpSpan, project
+from agentshark.output.otlp.spans import CallIndex, OtlpLink, OtlpSpan
+from agentshark.output.otlp.spans import project as project_spans
 from agentshark.output.redact import Redactor
 from agentshark.pipeline import Item
 from agentshark.trace.collect import Analysis
@@ -63,12 +64,13 @@ def requests(
     *,
     redact: Redactor,
     openinference: bool = False,
+    project: str | None = None,
 ) -> Iterator[ExportTraceServiceRequest]:
     """The export requests of a finished analysis, whole traces in each."""
     index.http = {h.exchange_id: h for h in analysis.http}
-    resource = redact.json(resource_attributes(files))
+    resource = redact.json(resource_attributes(files, project))
     batch: list[OtlpSpan] = []
-    for spans in project(analysis.traces, index):
+    for spans in project_spans(analysis.traces, index):
         batch.extend(
             _redacted(add_openinference(span) if openinference else span, redact) for span in spans
         )

@@ -20,6 +20,7 @@ SERVICE_NAME: Final = "service.name"
 SERVICE_VERSION: Final = "service.version"
 SEMCONV: Final = "agentshark.semconv.version"
 CAPTURE_FILES: Final = "agentshark.capture.files"
+PROJECT: Final = "openinference.project.name"  # Phoenix's project of the spans
 
 # -- GenAI (gen-ai-spans.md, gen-ai-agent-spans.md) --------------------------------------------
 OPERATION: Final = "gen_ai.operation.name"

@@ -6,12 +6,15 @@ derived deterministically otherwise, as :mod:`agentshark.trace.spans` does). Its
 
 - the agent span: ``invoke_agent``, INTERNAL, the root;
 - a model span per model call: ``chat {model}``, CLIENT, :func:`.attributes.model_call`;
-- a tool span per tool call: ``execute_tool {name}``, INTERNAL, with ``gen_ai.tool.name``,
+- a tool span per tool call a model asked for: ``execute_tool {name}``, INTERNAL, with
+  ``gen_ai.tool.name``,
   ``gen_ai.tool.call.id``, and the call's arguments and result as JSON strings, whole (taken
   from the model call that asked and the one that carried the result back, else from the
   executing MCP call); the MCP attributes of the ``tools/call`` that ran it are added to it
   rather than a second span (mcp.md: "If an outer execute_tool span exists, add MCP
-  attributes to it"); a tool run by an A2A call is that call's CLIENT span;
+  attributes to it"); a tool run by an A2A call is that call's CLIENT span; an MCP
+  ``tools/call`` or A2A message no model asked for is its CLIENT span,
+  ``tools/call {tool}`` or ``{a2a.method.name}`` (``SendMessage``);
 - every other call of the trace (MCP ``initialize``, ``tools/list``..., A2A calls, other
   provider API calls): a CLIENT span of its own, ``{mcp.method.name} {target}``,
   ``{a2a.method.name}`` or ``{operation} {model}``.
@@ -219,16 +222,22 @@ def _tool(trace: Trace, span: Span, index: CallIndex) -> OtlpSpan:
     for key, attr in (("execution_evidence", n.EVIDENCE), ("confidence", n.CONFIDENCE)):
         if span.attributes.get(key) is not None:
             attrs[attr] = span.attributes[key]
-    kind, message = "internal", None
+    kind, message, title = "internal", None, None
     execution = index.calls.get(span.execution or "")
     if execution is not None:
         attrs.update(a.common(execution))
         if execution["api"] == "mcp":
             transport = index.transports.get(execution["exchange_id"])
             attrs.update(a.mcp_call(execution, transport))
+            if span.requested_by is None:  # no model asked: the MCP client span itself
+                kind, title = "client", " ".join(filter(None, ["tools/call", name]))
         elif execution["api"] == "a2a":
             kind = "client"
             attrs.update(a.a2a_call(execution))
+            if span.requested_by is None:  # a message to a remote agent, no tool call
+                title = str(execution.get("operation") or "a2a")
+                del attrs[n.OPERATION], attrs[n.TOOL_TYPE]
+                attrs.pop(n.TOOL_NAME, None)
         a.server(attrs, index.servers.get(execution["exchange_id"]))
         message = a.error(attrs, execution)
         if attrs.get(n.ERROR_TYPE) == n.MCP_TOOL_ERROR:
@@ -242,7 +251,7 @@ def _tool(trace: Trace, span: Span, index: CallIndex) -> OtlpSpan:
             if req.status >= 400:
                 attrs[n.ERROR_TYPE] = str(req.status)
                 message = f"HTTP {req.status}"
-    return _span(trace.trace_id, span, kind=kind, attributes=attrs, error=message)
+    return _span(trace.trace_id, span, kind=kind, attributes=attrs, error=message, name=title)
 
 
 _MISSING = object()
