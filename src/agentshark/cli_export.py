@@ -35,7 +35,9 @@ def add_export_parser(sub: Any) -> None:
         help="the report in other tools' formats (OTLP traces)",
         description="Write the report in a format other tools read.",
     )
-    formats = export.add_subparsers(dest="export_format", required=True, metavar="FORMAT")
+    formats = export.add_subparsers(
+        dest="export_format", required=True, metavar="FORMAT", help="the format to write"
+    )
     _add_otlp(formats)
 
 

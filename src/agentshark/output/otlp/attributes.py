@@ -7,7 +7,8 @@ request parameters it names, ``gen_ai.response.time_to_first_chunk``, and the co
 ``…system_instructions``, ``…tool.definitions``): Phoenix reads only strings there, Langfuse
 and Jaeger read span attributes. MCP calls get the MCP attributes (mcp.md: ``mcp.method.name``,
 ``mcp.session.id``, ``jsonrpc.request.id``, ``mcp.protocol.version``, ``network.transport``,
-``error.type`` = the JSON-RPC code or ``tool_error``); A2A calls the ``a2a.*`` ones.
+``error.type`` = the JSON-RPC code or ``tool_error``); A2A calls the ``a2a.*`` ones and the
+messages sent and answered (``gen_ai.input.messages``/``gen_ai.output.messages``).
 
 Nothing is invented: an attribute whose value the report does not have is absent (a missing
 finish reason stays out of ``gen_ai.response.finish_reasons`` and is ``null`` in its output
@@ -245,6 +246,10 @@ def a2a_call(call: dict[str, Json]) -> Attributes:
     version = (call.get("extras") or {}).get("a2a_version")
     if isinstance(version, str):
         attrs[n.A2A_PROTOCOL] = version
+    if call.get("input_messages"):  # the message sent to the remote agent
+        attrs[n.INPUT_MESSAGES] = dumps(input_messages(call["input_messages"]))
+    if call.get("output_messages"):  # its answer: messages, task status, artifacts
+        attrs[n.OUTPUT_MESSAGES] = dumps(output_messages(call["output_messages"]))
     return attrs
 
 
