@@ -303,3 +303,57 @@ def test_openinference_attributes_are_derived_from_the_genai_ones(
     assert tool["tool.name"] == "ask_question"
     assert tool["input.value"] == tool["gen_ai.tool.call.arguments"]
     assert tool["session.id"] == tool["mcp.session.id"]
+
+
+def test_mcp_over_stdio_is_a_pipe_and_tool_errors_are_errors(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from tests.helpers import CAPTURES
+
+    transcript = CAPTURES / "mcp_stdio_time" / "transcript.jsonl"
+    spans = spans_of_lines(jsonl(capsys, tmp_path, str(transcript)))
+    mcp = [s for s in spans if "mcp.method.name" in s["attributes"]]
+    assert len(mcp) == len(spans) - 1  # all but the agent span
+    assert {s["attributes"]["network.transport"] for s in mcp} == {"pipe"}
+    assert all(s["kind"] == Span.SPAN_KIND_CLIENT for s in mcp)
+    calls = [s for s in mcp if s["attributes"]["mcp.method.name"] == "tools/call"]
+    assert [s["name"] for s in calls] == [
+        "tools/call get_current_time",
+        "tools/call convert_time",
+        "tools/call get_current_time",
+        "tools/call no_such_tool",
+    ]
+    failed = {s["name"]: s for s in calls if s.get("status")}
+    tool_error = failed["tools/call get_current_time"]
+    assert tool_error["attributes"]["error.type"] == "tool_error"
+    assert tool_error["status"]["message"].startswith("Error executing tool get_current_time")
+    unknown = failed["tools/call no_such_tool"]
+    assert unknown["attributes"]["error.type"] == "-32602"
+    assert unknown["attributes"]["rpc.response.status_code"] == "-32602"
+    assert unknown["status"] == {
+        "code": Status.STATUS_CODE_ERROR,
+        "message": "Unknown tool: no_such_tool",
+    }
+
+
+def test_tool_type_only_for_the_functions_the_model_was_offered(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from tests.output.otlp.helpers import CORPUS
+
+    cassette = (
+        CORPUS / "pydantic__pydantic-ai/tests/models/google/cassettes/test_structured_output"
+        "/test_auto_mode_with_function_and_builtin_tools.yaml"
+    )
+    spans = spans_of_lines(jsonl(capsys, tmp_path, str(cassette)))
+    types = {
+        s["attributes"]["gen_ai.tool.name"]: s["attributes"].get("gen_ai.tool.type")
+        for s in spans
+        if s["name"].startswith("execute_tool")
+    }
+    # GOOGLE_SEARCH_WEB is Gemini's own search tool, not a function of the agent
+    assert types == {
+        "get_user_country": "function",
+        "GOOGLE_SEARCH_WEB": None,
+        "final_result": "function",
+    }

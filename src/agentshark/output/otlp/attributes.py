@@ -225,6 +225,20 @@ def asked_tool(call: dict[str, Json]) -> dict[str, Json] | None:
     return next((p for p in parts if p.get("type") == "tool_call"), None)
 
 
+def tool_error_text(call: dict[str, Json]) -> str:
+    """The status description of a ``tools/call`` whose result has ``isError``: its text."""
+    texts: list[str] = []
+    for m in call.get("output_messages") or []:
+        for p in m["parts"]:
+            if p.get("type") != "tool_call_response":
+                continue
+            response = p.get("response")
+            items = response if isinstance(response, list) else [response]
+            texts += [str(i["text"]) for i in items if isinstance(i, dict) and "text" in i]
+            texts += [i for i in items if isinstance(i, str)]
+    return "\n".join(texts) or "the tool's result has isError: true"
+
+
 def _is_tool_error(call: dict[str, Json]) -> bool:
     parts = (p for m in call.get("output_messages") or [] for p in m["parts"])
     return any(
@@ -232,6 +246,26 @@ def _is_tool_error(call: dict[str, Json]) -> bool:
         and (p.get("provider_details") or {}).get("is_error") is True
         for p in parts
     )
+
+
+def is_function(call: dict[str, Json], name: str) -> bool:
+    """Whether ``call`` offered the model a function tool named ``name`` (``gen_ai.tool.type``
+    ``function``): Chat's ``{"type": "function", "function": {"name"}}``, Responses'
+    ``{"type": "function", "name"}``, Anthropic's ``{"name", "input_schema"}``, Gemini's
+    ``functionDeclarations``, Bedrock's ``toolSpec``. A provider's own tool (web search...)
+    says nothing of the kind."""
+    for tool in call.get("tool_definitions") or []:
+        if not isinstance(tool, dict):
+            continue
+        function = tool.get("function") or tool.get("toolSpec")
+        if isinstance(function, dict) and function.get("name") == name:
+            return True
+        if tool.get("name") == name and (tool.get("type") == "function" or "input_schema" in tool):
+            return True
+        declared = tool.get("functionDeclarations") or tool.get("function_declarations") or []
+        if any(isinstance(d, dict) and d.get("name") == name for d in declared):
+            return True
+    return False
 
 
 def a2a_call(call: dict[str, Json]) -> Attributes:

@@ -208,9 +208,12 @@ def _model(
 
 def _tool(trace: Trace, span: Span, index: CallIndex) -> OtlpSpan:
     name = span.name.removeprefix("execute_tool").strip() or None
-    attrs: dict[str, Json] = {n.OPERATION: "execute_tool", n.TOOL_TYPE: "function"}
+    attrs: dict[str, Json] = {n.OPERATION: "execute_tool"}
     if name is not None:
         attrs[n.TOOL_NAME] = name
+        asked = index.calls.get(span.requested_by or "")
+        if asked is not None and a.is_function(asked, name):
+            attrs[n.TOOL_TYPE] = "function"
     if span.tool_call_id is not None:
         attrs[n.TOOL_CALL_ID] = span.tool_call_id
     arguments, result = _tool_values(span, index)
@@ -236,12 +239,12 @@ def _tool(trace: Trace, span: Span, index: CallIndex) -> OtlpSpan:
             attrs.update(a.a2a_call(execution))
             if span.requested_by is None:  # a message to a remote agent, no tool call
                 title = str(execution.get("operation") or "a2a")
-                del attrs[n.OPERATION], attrs[n.TOOL_TYPE]
+                del attrs[n.OPERATION]
                 attrs.pop(n.TOOL_NAME, None)
         a.server(attrs, index.servers.get(execution["exchange_id"]))
         message = a.error(attrs, execution)
         if attrs.get(n.ERROR_TYPE) == n.MCP_TOOL_ERROR:
-            message = message or "the tool's result has isError: true"
+            message = message or a.tool_error_text(execution)
     elif (req := index.http.get(span.execution or "")) is not None:
         attrs[n.EXCHANGE_ID] = req.exchange_id
         attrs[n.HTTP_METHOD] = req.method
@@ -266,7 +269,8 @@ def _tool_values(span: Span, index: CallIndex) -> tuple[Json, Json]:
         arguments = span.attributes.get("arguments_raw")
     result: Json = span.attributes.get("result", _MISSING)
     asked = index.calls.get(span.requested_by or "")
-    part = _part(asked, "output_messages", "tool_call", span.tool_call_id) if asked else None
+    name = span.name.removeprefix("execute_tool").strip() or None
+    part = _part(asked, "output_messages", "tool_call", span.tool_call_id, name) if asked else None
     if part is not None:
         arguments = a.otel_part(part).get("arguments")
     answered = index.calls.get(span.result_in or "")
@@ -290,15 +294,20 @@ def _tool_values(span: Span, index: CallIndex) -> tuple[Json, Json]:
 
 
 def _part(
-    call: dict[str, Json], section: str, kind: str, tool_call_id: str | None
+    call: dict[str, Json],
+    section: str,
+    kind: str,
+    tool_call_id: str | None,
+    name: str | None = None,
 ) -> dict[str, Json] | None:
-    if tool_call_id is None:
-        return None  # matched by position in the trace: its slim values are what it has
-    for m in call.get(section) or []:
-        for p in m["parts"]:
-            if p.get("type") == kind and p.get("id") == tool_call_id:
-                return dict(p)
-    return None
+    """The part of ``call`` with that tool call id; for a tool call without an id (Gemini,
+    Ollama), the only tool call of that name. Else None: the trace matched it by position,
+    and its (slim) values are what the export has."""
+    parts = [p for m in call.get(section) or [] for p in m["parts"] if p.get("type") == kind]
+    if tool_call_id is not None:
+        return next((dict(p) for p in parts if p.get("id") == tool_call_id), None)
+    named = [p for p in parts if name is not None and p.get("name") == name]
+    return dict(named[0]) if len(named) == 1 else None
 
 
 def _wire_span_id(call: dict[str, Json], used: set[str]) -> str | None:
@@ -334,7 +343,7 @@ def _other(
     a.server(attrs, index.servers.get(call["exchange_id"]))
     message = a.error(attrs, call)
     if attrs.get(n.ERROR_TYPE) == n.MCP_TOOL_ERROR:
-        message = message or "the tool's result has isError: true"
+        message = message or a.tool_error_text(call)
     if not known:
         attrs[n.TIMES_UNKNOWN] = True
     attrs[n.ID_SOURCE] = "traceparent" if _wire_span_id(call, set()) == span_id else "generated"
