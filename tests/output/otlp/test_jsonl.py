@@ -357,3 +357,20 @@ def test_tool_type_only_for_the_functions_the_model_was_offered(
         "GOOGLE_SEARCH_WEB": None,
         "final_result": "function",
     }
+
+
+def test_a_connection_hint_is_a_link_between_roots(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from tests.helpers import ROOT
+
+    spans = spans_of_lines(jsonl(capsys, tmp_path, str(ROOT / "examples" / "agent_chat.pcap")))
+    roots = {s["traceId"]: s for s in spans if "parentSpanId" not in s}
+    assert len(roots) == 5
+    hinted = [s for s in roots.values() if s.get("links")]
+    assert hinted
+    for root in hinted:
+        for link in root["links"]:
+            assert link["traceId"] != root["traceId"]
+            assert link["spanId"] == roots[link["traceId"]]["spanId"]  # the other run's root
+            assert link["attributes"][0]["value"]["stringValue"] == "connection"
