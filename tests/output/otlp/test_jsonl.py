@@ -339,7 +339,7 @@ def test_mcp_over_stdio_is_a_pipe_and_tool_errors_are_errors(
 def test_tool_type_only_for_the_functions_the_model_was_offered(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    from tests.output.otlp.helpers import CORPUS
+    from tests.helpers import CORPUS
 
     cassette = (
         CORPUS / "pydantic__pydantic-ai/tests/models/google/cassettes/test_structured_output"

@@ -225,6 +225,15 @@ def _tool(trace: Trace, span: Span, index: CallIndex) -> OtlpSpan:
     for key, attr in (("execution_evidence", n.EVIDENCE), ("confidence", n.CONFIDENCE)):
         if span.attributes.get(key) is not None:
             attrs[attr] = span.attributes[key]
+    kind, message, title = _execution(span, name, index, attrs)
+    return _span(trace.trace_id, span, kind=kind, attributes=attrs, error=message, name=title)
+
+
+def _execution(
+    span: Span, name: str | None, index: CallIndex, attrs: dict[str, Json]
+) -> tuple[str, str | None, str | None]:
+    """The attributes of a tool span's observed execution (MCP, A2A or HTTP), added to
+    ``attrs``; the span's kind, status description and name when it is the call's own."""
     kind, message, title = "internal", None, None
     execution = index.calls.get(span.execution or "")
     if execution is not None:
@@ -254,7 +263,7 @@ def _tool(trace: Trace, span: Span, index: CallIndex) -> OtlpSpan:
             if req.status >= 400:
                 attrs[n.ERROR_TYPE] = str(req.status)
                 message = f"HTTP {req.status}"
-    return _span(trace.trace_id, span, kind=kind, attributes=attrs, error=message, name=title)
+    return kind, message, title
 
 
 _MISSING = object()
