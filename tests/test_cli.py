@@ -385,10 +385,15 @@ def test_help_has_a_line_per_argument_and_examples() -> None:
 
     from agentshark.cli import build_parser
 
-    parser = build_parser()
-    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    assert set(sub.choices) == {"exchanges", "calls", "analyze", "show", "report", "serve"}
-    for name, cmd in sub.choices.items():
+    def commands(parser: argparse.ArgumentParser, prefix: str) -> dict[str, Any]:
+        (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        return {f"{prefix}{name}": cmd for name, cmd in sub.choices.items()}
+
+    found = commands(build_parser(), "")
+    assert set(found) == {"exchanges", "calls", "analyze", "show", "report", "serve", "export"}
+    found |= commands(found.pop("export"), "export ")  # a group: its formats are the commands
+    assert "export otlp" in found
+    for name, cmd in found.items():
         for action in cmd._actions:
             assert action.help, f"{name} {action.dest} has no help line"
         text = cmd.format_help()

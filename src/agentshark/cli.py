@@ -27,6 +27,7 @@ from agentshark.apis.model import Call
 from agentshark.apis.registry import known_apis
 from agentshark.errors import InputError
 from agentshark.framing.proto_schema import ProtoSchemas, load_schemas
+from agentshark.cli_export import add_export_parser, run_export
 from agentshark.output.calls_text import CallsTextWriter
 from agentshark.output.census import Census
 from agentshark.output.jsonreport import JsonReportWriter
@@ -229,6 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
     which.add_argument("--span", metavar="ID", help="a span id from `agentshark analyze`")
     show.set_defaults(events=False, api=[], wide=False)
     cli_view.add_commands(sub, _command, _size_arg)
+    add_export_parser(sub)
     return parser
 
 
@@ -281,6 +283,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _show(args, census)
         if args.command == "report":
             return cli_view.run_report(args)
+        if args.command == "export":
+            return run_export(args, census)
         return _report(args, census, calls=args.command in ("calls", "analyze"))
     except UsageError as exc:
         print(f"agentshark: {exc}", file=sys.stderr)

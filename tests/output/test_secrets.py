@@ -9,8 +9,10 @@ bodies at depth, message text, tool-call arguments and results, a streamed Anthr
 (HTTP/1 pcap, HTTP/2 over TLS with its key log, HAR, vcrpy cassette, MCP stdio transcript) is
 run through every command (``exchanges``, ``exchanges --events``, ``calls``, ``analyze``,
 ``show`` for every call id) in both formats, in process through :func:`agentshark.cli.main`:
-no secret, and no distinctive piece of one, may be in stdout or stderr. With ``--no-redact``
-they are there (so these tests can fail).
+no secret, and no distinctive piece of one, may be in stdout or stderr. ``export otlp``'s
+OTLP JSON Lines file (with and without ``--openinference``: every span attribute, message
+and tool argument) is swept the same way. With ``--no-redact`` they are there (so these
+tests can fail).
 
 The shared corpus sweep reads every cassette of ``../shared/corpus`` that holds a token-shaped
 string or a credential header, and checks the ``analyze --format json`` report for them.
@@ -150,6 +152,53 @@ def test_no_redact_shows_every_planted_secret(capsys: pytest.CaptureFixture[str]
         for out in runs(capsys, inputs, "--no-redact"):
             seen |= {name for name, secret in SECRETS.items() if secret in out}
     assert seen == set(SECRETS) - ENCODED_ONLY
+
+
+# The OTLP spans carry messages, tool calls, results and errors; not HTTP headers, the URLs of
+# model calls, request fields outside the messages, or an MCP result's structuredContent.
+NOT_IN_SPANS = frozenset(
+    {
+        *("agentops_key", "anthropic_key", "basic_credentials", "openai_key", "mcp_bearer_jwt"),
+        *("cookie_session", "set_cookie_sid", "gemini_url_key", "mcp_url_token"),
+        *("body_api_key", "body_client_secret", "mcp_result_session_token"),
+    }
+)
+
+
+def otlp_exports(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, inputs: list[str], *extra: str
+) -> Iterator[str]:
+    """``export otlp -o`` of ``inputs``: the file and what was said, per variant."""
+    for variant in ([], ["--openinference"]):
+        out = tmp_path / "traces.jsonl"
+        code, said = cli(capsys, "export", "otlp", *inputs, "-o", str(out), *variant, *extra)
+        assert code == 0, said
+        yield out.read_text(encoding="utf-8") + said
+
+
+@pytest.mark.parametrize("name", sorted(INPUTS))
+def test_otlp_export_shows_no_planted_secret(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, name: str
+) -> None:
+    pytest.importorskip("opentelemetry.proto", reason="the otlp extra is not installed")
+    found: list[str] = []
+    spans = 0
+    for text in otlp_exports(capsys, tmp_path, INPUTS[name]):
+        found += leaks(text)
+        spans += text.count('"spanId"')
+    assert spans > 0
+    assert not found, sorted(set(found))
+
+
+def test_otlp_export_no_redact_shows_the_planted_secrets(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    pytest.importorskip("opentelemetry.proto", reason="the otlp extra is not installed")
+    seen: set[str] = set()
+    for inputs in INPUTS.values():
+        for text in otlp_exports(capsys, tmp_path, inputs, "--no-redact"):
+            seen |= {name for name, secret in SECRETS.items() if secret in text}
+    assert seen == set(SECRETS) - ENCODED_ONLY - NOT_IN_SPANS
 
 
 def test_redaction_marks_keep_the_evidence(capsys: pytest.CaptureFixture[str]) -> None:
