@@ -25,9 +25,9 @@ import orjson
 from agentshark import __version__, cli_view
 from agentshark.apis.model import Call
 from agentshark.apis.registry import known_apis
+from agentshark.cli_export import add_export_parser, run_export
 from agentshark.errors import InputError
 from agentshark.framing.proto_schema import ProtoSchemas, load_schemas
-from agentshark.cli_export import add_export_parser, run_export
 from agentshark.output.calls_text import CallsTextWriter
 from agentshark.output.census import Census
 from agentshark.output.jsonreport import JsonReportWriter
