@@ -43,10 +43,12 @@ from agentshark.apis.bedrock import invoke as bedrock_invoke
 from agentshark.apis.cohere import chat as cohere
 from agentshark.apis.family import ApiFamily
 from agentshark.apis.gemini import generate as gemini
+from agentshark.apis.gemini import live
 from agentshark.apis.mcp import calls as mcp
 from agentshark.apis.model import Call, Timing
 from agentshark.apis.ollama import chat as ollama
 from agentshark.apis.openai import chat as openai_chat
+from agentshark.apis.openai import realtime
 from agentshark.apis.openai import responses as openai_responses
 from agentshark.apis.view import ExchangeView
 from agentshark.errors import Diagnostic
@@ -88,9 +90,14 @@ def families() -> Sequence[ApiFamily]:
     return FAMILIES
 
 
+# The families read from a WebSocket session's messages, not claimed exchange by exchange
+# (agentshark.pipeline reads them): OpenAI Realtime, Gemini Live.
+SESSION_APIS = (realtime.API, live.API)
+
+
 def known_apis() -> list[str]:
     """The ``api`` names calls can have (parsed families), then the recognized unparsed ones."""
-    parsed = sorted({f.api for f in families() if f.api})
+    parsed = sorted({f.api for f in families() if f.api} | set(SESSION_APIS))
     return parsed + [n for n in dict.fromkeys(u.api for u in UNPARSED) if n not in parsed]
 
 
