@@ -218,7 +218,28 @@ def build_parser() -> argparse.ArgumentParser:
     which.add_argument("--call", metavar="ID", help="a call id from `agentshark calls`")
     which.add_argument("--span", metavar="ID", help="a span id from `agentshark analyze`")
     show.set_defaults(events=False, api=[], wide=False)
+    _export_group(sub)
     return parser
+
+
+def _export_group(sub: Any) -> None:
+    """``agentshark export FORMAT``: the report in other tools' formats."""
+    from agentshark.cli_tables import add_table_exports  # it imports this module
+
+    export = sub.add_parser(
+        "export",
+        help="the report as Parquet or DuckDB tables",
+        description="Write the report in other tools' formats.",
+    )
+    formats = export.add_subparsers(dest="export_format", required=True, metavar="FORMAT")
+    add_table_exports(formats)
+
+
+def _run_export(args: argparse.Namespace) -> int:
+    from agentshark.cli_tables import TABLE_EXPORTS, run_table_export
+
+    assert args.export_format in TABLE_EXPORTS
+    return run_table_export(args)
 
 
 class _Progress:
@@ -261,6 +282,8 @@ class UsageError(Exception):
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "export":
+        return _run_export(args)
     census = Census(len(args.files))
     try:
         _check(args)
@@ -281,7 +304,20 @@ def _check(args: argparse.Namespace) -> None:
     the API names."""
     if args.output:
         _check_output(args.output)
-    for path in args.keylog:
+    check_keylogs(args.keylog)
+    unknown = [name for name in args.api if not _known_api(name)]
+    if unknown:
+        known = known_apis()
+        prefixes = sorted({k.split(".")[0] for k in known if "." in k})
+        raise UsageError(
+            f"--api {unknown[0]}: no such API family; known: {', '.join(known)} "
+            f"(or a first part: {', '.join(prefixes)})"
+        )
+
+
+def check_keylogs(paths: Sequence[str]) -> None:
+    """Each ``--keylog`` is a readable file."""
+    for path in paths:
         keylog = Path(path)
         if not keylog.exists():
             raise UsageError(
@@ -291,14 +327,6 @@ def _check(args: argparse.Namespace) -> None:
         if keylog.is_dir() or not os.access(keylog, os.R_OK):
             what = "a directory" if keylog.is_dir() else "not readable"
             raise UsageError(f"--keylog {path}: {what} (give the key log file itself)")
-    unknown = [name for name in args.api if not _known_api(name)]
-    if unknown:
-        known = known_apis()
-        prefixes = sorted({k.split(".")[0] for k in known if "." in k})
-        raise UsageError(
-            f"--api {unknown[0]}: no such API family; known: {', '.join(known)} "
-            f"(or a first part: {', '.join(prefixes)})"
-        )
 
 
 def _known_api(name: str) -> bool:
