@@ -44,6 +44,9 @@ class DuckdbOutput:
         self._partial = path.with_name(path.name + ".partial")
         self._remove_partial()
         self._con = duckdb.connect(str(self._partial))
+        # One transaction for the whole export: one commit, not one per statement (DuckDB
+        # writes a large transaction's row groups to the file as they fill, not to memory).
+        self._con.execute("BEGIN")
         for table in TABLES:
             for statement in create_statements(table):
                 self._con.execute(statement)
@@ -57,6 +60,7 @@ class DuckdbOutput:
 
     def close(self) -> None:
         """The database complete, under its name."""
+        self._con.execute("COMMIT")
         self._con.execute("CHECKPOINT")
         self._con.close()
         # an old database's log would be replayed into the new one
