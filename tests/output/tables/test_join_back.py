@@ -285,22 +285,24 @@ def check_all(x: Export) -> None:
 def test_tables_join_back_to_the_report(
     name: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    x = export(tmp_path, capsys, INPUTS[name])
+    """Each input alone, its Parquet tables read with pyarrow and DuckDB."""
+    x = export(tmp_path, capsys, INPUTS[name], duckdb_file=False)
     check_all(x)
     assert len(x.tables["exchanges"]) == len(x.report["exchanges"]) > 0
 
 
-def test_several_inputs_at_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Ids stay unique across inputs (``s0.c1``), each row names its capture file."""
-    names = ["data:seed004_shenzhen", "shared:llm_sdk_openai", "shared:mcp_stdio_time"]
-    names += [n for n in INPUTS if n.startswith("corpus:")][:2]
-    files = [f for n in names for f in INPUTS[n] if f != "--keylog"]
-    files = [f for f in files if not f.endswith((".log", ".txt"))]
-    keylogs = [f for n in names for f in INPUTS[n] if f.endswith((".log", ".txt"))]
-    x = export(tmp_path, capsys, [*files, *(a for k in keylogs for a in ("--keylog", k))])
+@pytest.mark.parametrize("group", ["corpus", "shared", "data"])
+def test_several_inputs_at_once(
+    group: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """All the inputs of a group in one export, to Parquet and to DuckDB: ids stay unique
+    across inputs (``s0.c1``), each row names its capture file."""
+    names = [n for n in INPUTS if n.startswith(f"{group}:")]
+    files = [f for n in names for f in INPUTS[n][:1]]
+    keylogs = [a for n in names for a in INPUTS[n][1:]]  # "--keylog", path...
+    x = export(tmp_path, capsys, [*files, *keylogs])
     check_all(x)
     used = {r["capture_file"] for r in x.tables["exchanges"]}
     assert used == set(files)
     by_source = {r["source_index"]: r["capture_file"] for r in x.tables["sources"]}
     assert all(by_source[r["source_index"]] == r["capture_file"] for r in x.tables["calls"])
-    assert len({r["trace_id"] for r in x.tables["traces"]}) >= len(files)
