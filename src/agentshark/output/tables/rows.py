@@ -20,9 +20,20 @@ _MESSAGE_FIELDS = (
     *("version", "headers", "trailers", "content_type", "content_encoding", "body_bytes"),
     *("wire_body_bytes", "transfer_bytes", "gap_bytes", "framing", "complete"),
 )
-_NO_REQUEST = dict.fromkeys(
-    ("http_request_method", "url_full", "url_target", "request_started", "request_ended")
-)
+_REQUEST = {
+    "http_request_method": "method",
+    "url_full": "url",
+    "url_target": "target",
+    "request_started": "started",
+    "request_ended": "ended",
+}
+_RESPONSE = {
+    "http_response_status_code": "status",
+    "response_reason": "reason",
+    "response_interim": "interim",
+    "response_first_byte": "first_byte",
+    "response_ended": "ended",
+}
 
 
 def exchange_rows(ex: dict[str, Any], capture_file: str | None) -> Rows:
@@ -39,22 +50,9 @@ def exchange_rows(ex: dict[str, Any], capture_file: str | None) -> Rows:
         "tls": ex["tls"],
         "stream_id": ex["stream"],
     }
-    if req is not None:
-        row.update(
-            http_request_method=req["method"],
-            url_full=req["url"],
-            url_target=req["target"],
-            request_started=req["started"],
-            request_ended=req["ended"],
-        )
-    else:
-        row.update(_NO_REQUEST)
+    row.update({column: (req or {}).get(name) for column, name in _REQUEST.items()})
     row.update(_message(req, "request"))
-    row["http_response_status_code"] = resp["status"] if resp is not None else None
-    row["response_reason"] = resp["reason"] if resp is not None else None
-    row["response_interim"] = resp.get("interim") if resp is not None else None
-    row["response_first_byte"] = resp["first_byte"] if resp is not None else None
-    row["response_ended"] = resp["ended"] if resp is not None else None
+    row.update({column: (resp or {}).get(name) for column, name in _RESPONSE.items()})
     row.update(_message(resp, "response"))
     row.update(
         stream_event_count=len(events) if events is not None else None,
@@ -69,9 +67,7 @@ def exchange_rows(ex: dict[str, Any], capture_file: str | None) -> Rows:
 
 
 def _message(msg: dict[str, Any] | None, side: str) -> Row:
-    if msg is None:
-        return {f"{side}_{name}": None for name in _MESSAGE_FIELDS}
-    return {f"{side}_{name}": msg.get(name) for name in _MESSAGE_FIELDS}
+    return {f"{side}_{name}": (msg or {}).get(name) for name in _MESSAGE_FIELDS}
 
 
 def _event(exchange_id: str, index: int, ev: dict[str, Any]) -> Row:
