@@ -387,8 +387,12 @@ def test_help_has_a_line_per_argument_and_examples() -> None:
 
     parser = build_parser()
     (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    assert set(sub.choices) == {"exchanges", "calls", "analyze", "show"}
-    for name, cmd in sub.choices.items():
+    assert set(sub.choices) == {"exchanges", "calls", "analyze", "show", "export"}
+    commands = {name: cmd for name, cmd in sub.choices.items() if name != "export"}
+    export = sub.choices["export"]
+    (formats,) = [a for a in export._actions if isinstance(a, argparse._SubParsersAction)]
+    commands |= {f"export {name}": cmd for name, cmd in formats.choices.items()}
+    for name, cmd in commands.items():
         for action in cmd._actions:
             assert action.help, f"{name} {action.dest} has no help line"
         text = cmd.format_help()

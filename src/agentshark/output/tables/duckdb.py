@@ -19,9 +19,11 @@ import pyarrow as pa
 from agentshark.output.tables.schema import TABLES, Table
 
 # DuckDB keeps blocks of the database it writes in memory up to its memory limit (80% of
-# RAM by default): a low one keeps the export's memory flat (measured: 206 MB peak for a
-# 100 MB capture at 32 MB, 578 MB with the default). A batch is given 4 times its Arrow size.
-MEMORY = 64 << 20
+# RAM by default, and the cache grows with the input): at 32 MB and one thread (the
+# pipeline feeds one batch at a time) the export's peak RSS was 210 MB for a 30 MB capture
+# and 249 MB for a 100 MB one, growing as `analyze` does (73 -> 109 MB); with DuckDB's
+# defaults 578 MB for the 100 MB one. A batch is given 4 times its Arrow size.
+MEMORY = 32 << 20
 BATCH_MEMORY_FACTOR = 4
 
 
@@ -53,6 +55,7 @@ class DuckdbOutput:
         self._con = duckdb.connect(str(self._partial))
         self._limit = MEMORY
         self._con.execute(f"SET memory_limit = '{MEMORY}B'")
+        self._con.execute("SET threads = 1")
         self._con.execute("BEGIN")  # the catalog in one commit, not one per statement
         for table in TABLES:
             for statement in create_statements(table):
