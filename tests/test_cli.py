@@ -392,7 +392,7 @@ def test_help_has_a_line_per_argument_and_examples() -> None:
     found = commands(build_parser(), "")
     assert set(found) == {"exchanges", "calls", "analyze", "show", "report", "serve", "export"}
     found |= commands(found.pop("export"), "export ")  # a group: its formats are the commands
-    assert "export otlp" in found
+    assert {"export otlp", "export parquet", "export duckdb"} <= set(found)
     for name, cmd in found.items():
         for action in cmd._actions:
             assert action.help, f"{name} {action.dest} has no help line"

@@ -276,6 +276,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "serve":
         return cli_view.run_serve(args)
+    if args.command == "export" and args.export_format != "otlp":
+        from agentshark.cli_tables import run_table_export  # it imports this module
+
+        return run_table_export(args)
     census = Census(len(args.files))
     try:
         _check(args)
@@ -301,7 +305,20 @@ def _check(args: argparse.Namespace) -> None:
     _proto(args)
     if args.output:
         _check_output(args.output)
-    for path in args.keylog:
+    check_keylogs(args.keylog)
+    unknown = [name for name in args.api if not _known_api(name)]
+    if unknown:
+        known = known_apis()
+        prefixes = sorted({k.split(".")[0] for k in known if "." in k})
+        raise UsageError(
+            f"--api {unknown[0]}: no such API family; known: {', '.join(known)} "
+            f"(or a first part: {', '.join(prefixes)})"
+        )
+
+
+def check_keylogs(paths: Sequence[str]) -> None:
+    """Each ``--keylog`` is a readable file."""
+    for path in paths:
         keylog = Path(path)
         if not keylog.exists():
             raise UsageError(
@@ -311,14 +328,6 @@ def _check(args: argparse.Namespace) -> None:
         if keylog.is_dir() or not os.access(keylog, os.R_OK):
             what = "a directory" if keylog.is_dir() else "not readable"
             raise UsageError(f"--keylog {path}: {what} (give the key log file itself)")
-    unknown = [name for name in args.api if not _known_api(name)]
-    if unknown:
-        known = known_apis()
-        prefixes = sorted({k.split(".")[0] for k in known if "." in k})
-        raise UsageError(
-            f"--api {unknown[0]}: no such API family; known: {', '.join(known)} "
-            f"(or a first part: {', '.join(prefixes)})"
-        )
 
 
 def _known_api(name: str) -> bool:

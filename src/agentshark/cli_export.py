@@ -32,13 +32,16 @@ def add_export_parser(sub: Any) -> None:
     """Register ``export`` and its formats on the top-level sub-parsers."""
     export = sub.add_parser(
         "export",
-        help="the report in other tools' formats (OTLP traces)",
+        help="the report in other tools' formats (OTLP traces, Parquet, DuckDB)",
         description="Write the report in a format other tools read.",
     )
     formats = export.add_subparsers(
         dest="export_format", required=True, metavar="FORMAT", help="the format to write"
     )
     _add_otlp(formats)
+    from agentshark.cli_tables import add_table_exports  # it imports agentshark.cli
+
+    add_table_exports(formats)
 
 
 def _add_otlp(formats: Any) -> None:

@@ -8,11 +8,11 @@ bodies at depth, message text, tool-call arguments and results, a streamed Anthr
 401 error echoing the key, MCP ``tools/call`` arguments and results, A2A parts. Every input
 (HTTP/1 pcap, HTTP/2 over TLS with its key log, HAR, vcrpy cassette, MCP stdio transcript) is
 run through every command (``exchanges``, ``exchanges --events``, ``calls``, ``analyze``,
-``show`` for every call id) in both formats, in process through :func:`agentshark.cli.main`:
-no secret, and no distinctive piece of one, may be in stdout or stderr. ``export otlp``'s
-OTLP JSON Lines file (with and without ``--openinference``: every span attribute, message
-and tool argument) is swept the same way. With ``--no-redact`` they are there (so these
-tests can fail).
+``show`` for every call id) in both formats, and ``export parquet|duckdb`` (every value of
+every table read back), in process through :func:`agentshark.cli.main`: no secret, and no
+distinctive piece of one, may be in stdout or stderr. ``export otlp``'s OTLP JSON Lines file
+(with and without ``--openinference``: every span attribute, message and tool argument) is
+swept the same way. With ``--no-redact`` they are there (so these tests can fail).
 
 The shared corpus sweep reads every cassette of ``../shared/corpus`` that holds a token-shaped
 string or a credential header, and checks the ``analyze --format json`` report for them.
@@ -22,13 +22,17 @@ from __future__ import annotations
 
 import json
 import re
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
+import duckdb
+import pyarrow.parquet as pq
 import pytest
 
 from agentshark.cli import main
 from agentshark.model import Exchange
+from agentshark.output.tables.schema import TABLES
 from agentshark.pipeline import Options, run
 from tests.helpers import CORPUS, ROOT
 
@@ -118,6 +122,32 @@ def runs(capsys: pytest.CaptureFixture[str], inputs: list[str], *extra: str) -> 
             code, out = cli(capsys, "show", *inputs, "--call", call_id, "--format", fmt, *extra)
             assert code == 0, out
             yield out
+    for fmt in TABLE_FORMATS:
+        with tempfile.TemporaryDirectory() as tmp:
+            target = Path(tmp) / "out"
+            code, out = cli(capsys, "export", fmt, *inputs, "-o", str(target), *extra)
+            assert code == 0, out
+            yield out + "\n" + table_text(fmt, target)
+
+
+TABLE_FORMATS = ("parquet", "duckdb")
+
+
+def table_text(fmt: str, target: Path) -> str:
+    """Every value of every table an export wrote, as text (JSON columns as stored)."""
+    values: list[object] = []
+    for table in TABLES:
+        if fmt == "parquet":
+            data = pq.read_table(target / f"{table.name}.parquet").to_pylist()
+            values += [v for row in data for v in row.values()]
+        else:
+            con = duckdb.connect(str(target), read_only=True)
+            values += [
+                v for row in con.execute(f'SELECT * FROM "{table.name}"').fetchall() for v in row
+            ]
+            con.close()
+    assert values
+    return "\n".join(map(str, values))
 
 
 def test_the_corpus_plants_distinct_random_secrets() -> None:
@@ -303,3 +333,18 @@ def test_shared_corpus_reports_show_no_credential(capsys: pytest.CaptureFixture[
             leaked[str(path.relative_to(CORPUS))] = [h[:16] + "…" for h in hits]
     assert checked >= 100
     assert not leaked, leaked
+
+
+def test_table_exports_hold_the_secrets_only_unredacted(capsys: pytest.CaptureFixture[str]) -> None:
+    """The tables are swept above; unredacted they hold every secret the report does, so
+    the sweep reads where the secrets would be."""
+    seen: set[str] = set()
+    for inputs in INPUTS.values():
+        for fmt in TABLE_FORMATS:
+            with tempfile.TemporaryDirectory() as tmp:
+                target = Path(tmp) / "out"
+                code, out = cli(capsys, "export", fmt, *inputs, "-o", str(target), "--no-redact")
+                assert code == 0, out
+                text = table_text(fmt, target)
+            seen |= {name for name, secret in SECRETS.items() if secret in text}
+    assert seen == set(SECRETS) - ENCODED_ONLY
