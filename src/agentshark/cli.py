@@ -25,6 +25,7 @@ import orjson
 from agentshark import __version__
 from agentshark.apis.model import Call
 from agentshark.apis.registry import known_apis
+from agentshark.cli_follow import add_follow_options, follow
 from agentshark.output.calls_text import CallsTextWriter
 from agentshark.output.census import Census
 from agentshark.output.jsonreport import JsonReportWriter
@@ -188,6 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
         "first part (openai, anthropic); repeatable",
     )
     calls.add_argument("--wide", action="store_true", help=_WIDE_HELP)
+    add_follow_options(calls)
     calls.set_defaults(events=False)
     analyze = _command(
         sub,
@@ -203,6 +205,7 @@ def build_parser() -> argparse.ArgumentParser:
     analyze.add_argument(
         "--wide", action="store_true", help="show tool arguments and results at length"
     )
+    add_follow_options(analyze)
     analyze.set_defaults(events=False, api=[])
     show = _command(
         sub,
@@ -266,6 +269,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         _check(args)
         if args.command == "show":
             return _show(args, census)
+        if getattr(args, "follow", False) or getattr(args, "until", None) is not None:
+            return follow(args, census)
         return _report(args, census, calls=args.command in ("calls", "analyze"))
     except UsageError as exc:
         print(f"agentshark: {exc}", file=sys.stderr)

@@ -10,9 +10,11 @@ changes end the following, each said with a :class:`~agentshark.errors.Diagnosti
 - ``follow.replaced``: the path now names another file (rotation by rename and re-create,
   ``logrotate``, an editor's save). What the old file held is read to its end first.
 
-A file that is removed while followed is still read through the open descriptor: a writer
-that holds it open can still append. ``tcpdump -C``/``-G`` rotation writes *new* names
-(``file``, ``file1``...): the followed name simply stops growing.
+A file that cannot be opened (permissions, a directory) ends at once with
+``source.unreadable``, as :func:`agentshark.pipeline.run` says it. A file that is removed
+while followed is still read through the open descriptor: a writer that holds it open can
+still append. ``tcpdump -C``/``-G`` rotation writes *new* names (``file``, ``file1``...):
+the followed name simply stops growing.
 """
 
 from __future__ import annotations
@@ -47,7 +49,11 @@ class TailFile:
         if self._fd is None and not self._open():
             return b""
         assert self._fd is not None
-        data = os.read(self._fd, self.chunk)
+        try:
+            data = os.read(self._fd, self.chunk)
+        except OSError as exc:  # a directory, an I/O error
+            self.ended = _unreadable(self.path, exc)
+            return b""
         if data:
             self.position += len(data)
             return data
@@ -60,6 +66,11 @@ class TailFile:
             return False
         return os.fstat(self._fd).st_size > self.position
 
+    @property
+    def opened(self) -> bool:
+        """Whether the file was found (it may not exist yet)."""
+        return self._identity is not None
+
     def close(self) -> None:
         if self._fd is not None:
             os.close(self._fd)
@@ -69,6 +80,9 @@ class TailFile:
         try:
             self._fd = os.open(self.path, os.O_RDONLY)
         except FileNotFoundError:
+            return False
+        except OSError as exc:
+            self.ended = _unreadable(self.path, exc)
             return False
         st = os.fstat(self._fd)
         self._identity = (st.st_dev, st.st_ino)
@@ -101,3 +115,12 @@ class TailFile:
                 f"{self.position} bytes of the one followed: following stops at the end of "
                 "the old file; follow or analyze the new one on its own",
             )
+
+
+def _unreadable(path: str, exc: OSError) -> Diagnostic:
+    return Diagnostic(
+        code="source.unreadable",
+        severity="error",
+        location=path,
+        message=f"cannot read {path}: {exc.strerror or exc}",
+    )

@@ -1,0 +1,281 @@
+"""Follow captures and transcripts while they are written: what they hold, as it is final.
+
+The seam for live views (``agentshark analyze --follow``, the web UI)::
+
+    follower = Follower(["agent.pcap"], keylogs=["keys.log"])
+    for update in follower.updates(stop_event):      # blocks; ends when stop_event is set
+        send(update_json(update, RenderOptions()))   # agentshark.output.live
+
+or, from a loop of one's own, :meth:`Follower.poll` (never blocks) every few tens of
+milliseconds and :meth:`Follower.close` at the end. Updates are facts, each final when
+made, except that traces are rebuilt as calls come (:mod:`agentshark.trace.changes`):
+
+- :class:`ExchangeFinished`, :class:`CallFinished`: as the pipeline yields them (an HTTP
+  exchange once both its messages ended; a call right after its exchange).
+- :class:`ConnectionFinished`: a TCP connection closed (its report).
+- :class:`DiagnosticFound`: a problem of an input as it is found (``follow.truncated``,
+  ``follow.replaced``, a cut-off record at the end...).
+- :class:`~agentshark.trace.changes.TraceChanged`, ``TraceAbsorbed``, ``IncidentFound``,
+  ``IncidentWithdrawn``: the traces after each rebuild.
+- :class:`SourceFinished`: an input ended (its report), at :meth:`Follower.close` or
+  when it was truncated or replaced.
+
+Traces are rebuilt from every call kept (``Analysis.finish``: its cost grows with the calls),
+at most ``rebuilds_per_second`` times a second and only when calls or exchanges came: calls
+that finish together cost one rebuild. After :meth:`Follower.close` the traces and incidents
+are those ``agentshark analyze`` gives for the finished files (for one file, the same ids).
+
+The state is :class:`~agentshark.pipeline.live.LiveRun` (sans-I/O) and :class:`LiveTraces`
+(items in, updates out, with the time passed in); :class:`Follower` adds the files
+(:class:`~agentshark.sources.tail.TailFile`) and the clock.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+from agentshark.apis.model import Call
+from agentshark.errors import Diagnostic
+from agentshark.http.content import DEFAULT_DECODE_LIMIT
+from agentshark.model import Exchange
+from agentshark.pipeline import ConnectionReport, Item, Options, SourceReport
+from agentshark.pipeline.live import LiveRun
+from agentshark.sources.tail import TailFile
+from agentshark.trace.changes import TraceChanges, TraceUpdate
+from agentshark.trace.collect import Analysis
+
+__all__ = [
+    "CallFinished",
+    "ConnectionFinished",
+    "DiagnosticFound",
+    "ExchangeFinished",
+    "Follower",
+    "LiveTraces",
+    "SourceFinished",
+    "Update",
+]
+
+POLL_INTERVAL = 0.05  # seconds between two looks at the files when they did not grow
+MAX_READ = 8 << 20  # bytes read from one file per poll, so that one poll stays short
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExchangeFinished:
+    exchange: Exchange
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CallFinished:
+    call: Call
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConnectionFinished:
+    report: ConnectionReport
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SourceFinished:
+    report: SourceReport
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DiagnosticFound:
+    path: str  # the input it concerns
+    diagnostic: Diagnostic
+
+
+Update = (
+    ExchangeFinished
+    | CallFinished
+    | ConnectionFinished
+    | SourceFinished
+    | DiagnosticFound
+    | TraceUpdate
+)
+
+
+class LiveTraces:
+    """Pipeline items -> updates; the traces rebuilt when due (sans-I/O: ``now`` is given)."""
+
+    def __init__(self, *, traces: bool = True, rebuilds_per_second: float = 4.0) -> None:
+        self.analysis = Analysis()
+        self.changes = TraceChanges()
+        self.rebuilds = 0
+        self.rebuild_seconds = 0.0  # time spent rebuilding, all rebuilds
+        self._traces = traces
+        self._gap = 1.0 / rebuilds_per_second
+        self._dirty = False
+        self._last = float("-inf")
+
+    def items(self, items: Sequence[Item]) -> list[Update]:
+        out: list[Update] = []
+        for item in self.analysis.watch(iter(items)) if self._traces else items:
+            if isinstance(item, Call):
+                out.append(CallFinished(call=item))
+                self._dirty = True
+            elif isinstance(item, Exchange):
+                out.append(ExchangeFinished(exchange=item))
+                self._dirty = True  # an unclaimed request can be a tool's execution
+            elif isinstance(item, ConnectionReport):
+                out.append(ConnectionFinished(report=item))
+            else:
+                out.append(SourceFinished(report=item))
+        return out
+
+    def tick(self, now: float) -> list[Update]:
+        """The trace changes, if calls came and the last rebuild is old enough."""
+        if not (self._traces and self._dirty and now - self._last >= self._gap):
+            return []
+        self._last = now
+        return self._rebuild()
+
+    def finish(self) -> list[Update]:
+        """The last rebuild: the traces of the whole input."""
+        return self._rebuild() if self._traces else []
+
+    def _rebuild(self) -> list[Update]:
+        self._dirty = False
+        started = time.perf_counter()
+        self.analysis.finish()
+        self.rebuilds += 1
+        self.rebuild_seconds += time.perf_counter() - started
+        return list(self.changes.diff(self.analysis.traces, self.analysis.incidents))
+
+
+class Follower:
+    """Follow ``paths`` (captures, transcripts, HAR files, cassettes) as they grow.
+
+    ``keylogs`` are read once, at the start. ``calls`` recognizes API calls (as
+    ``agentshark calls``); ``traces`` also builds traces (as ``agentshark analyze``).
+    ``clock`` is for tests."""
+
+    def __init__(
+        self,
+        paths: Sequence[str],
+        *,
+        keylogs: Sequence[str] = (),
+        max_body: int = DEFAULT_DECODE_LIMIT,
+        calls: bool = True,
+        traces: bool = True,
+        rebuilds_per_second: float = 4.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.paths = list(paths)
+        options = Options(max_body=max_body, keylogs=keylogs, calls=calls or traces)
+        self.run = LiveRun(self.paths, options)
+        self.live = LiveTraces(traces=traces, rebuilds_per_second=rebuilds_per_second)
+        self._tails = [TailFile(p) for p in self.paths]
+        self._clock = clock
+        self.started = clock()
+        self.last_growth = self.started  # when a file last grew
+        self.counts = {"bytes": 0, "exchanges": 0, "calls": 0, "traces": 0}
+        self._said: set[int] = set()  # ids of the source diagnostics already reported
+        self._pending = self._translate(self.run.start())
+        self._closed = False
+
+    def poll(self) -> list[Update]:
+        """What the files gained since the last poll, as updates; never waits."""
+        out, self._pending = self._pending, []
+        for index, tail in enumerate(self._tails):
+            if tail.ended is not None:
+                continue
+            got = 0
+            while got < MAX_READ:
+                data = tail.read()
+                if not data:
+                    break
+                got += len(data)
+                out.extend(self._translate(self.run.push(index, data)))
+            if got:
+                self.counts["bytes"] += got
+                self.last_growth = self._clock()
+            if tail.ended is not None:
+                out.extend(self._translate(self.run.end(index, tail.ended)))
+        out.extend(self._said_now())
+        out.extend(self._traced(self.live.tick(self._clock())))
+        return out
+
+    def close(self) -> list[Update]:
+        """Read what is left, end every input, and the final traces."""
+        if self._closed:
+            return []
+        out = self.poll()
+        while any(t.pending() for t in self._tails):
+            out.extend(self.poll())
+        self._closed = True
+        for index, tail in enumerate(self._tails):
+            if not tail.opened and tail.ended is None:
+                tail.ended = _unreadable(tail.path)
+                out.extend(self._translate(self.run.end(index, tail.ended)))
+            tail.close()
+        out.extend(self._translate(self.run.close()))
+        out.extend(self._said_now())
+        out.extend(self._traced(self.live.finish()))
+        return out
+
+    def updates(
+        self,
+        stop: threading.Event | None = None,
+        *,
+        idle: float | None = None,
+        interval: float = POLL_INTERVAL,
+    ) -> Iterator[Update]:
+        """Updates until ``stop`` is set, or until no file grew for ``idle`` seconds; then
+        those of :meth:`close`. Waits ``interval`` seconds when a poll found nothing. When
+        the iteration is left otherwise (an exception, Ctrl-C), :meth:`close` gives the
+        rest."""
+        stop = stop or threading.Event()
+        while not stop.is_set():
+            found = self.poll()
+            yield from found
+            if idle is not None and self._clock() - self.last_growth >= idle:
+                break
+            if not found:
+                stop.wait(interval)
+        yield from self.close()
+
+    def summary(self) -> str:
+        """What was done so far, in one line."""
+        c = self.counts
+        seconds = self._clock() - self.started
+        names = ", ".join(self.paths)
+        return (
+            f"followed {names} for {seconds:.1f}s: {c['bytes']} bytes read, "
+            f"{c['exchanges']} exchanges, {c['calls']} calls, {c['traces']} traces"
+        )
+
+    def _translate(self, items: Sequence[Item]) -> list[Update]:
+        out = self.live.items(items)
+        for u in out:
+            if isinstance(u, ExchangeFinished):
+                self.counts["exchanges"] += 1
+            elif isinstance(u, CallFinished):
+                self.counts["calls"] += 1
+        return out
+
+    def _traced(self, updates: list[Update]) -> list[Update]:
+        self.counts["traces"] = len(self.live.analysis.traces)
+        return updates
+
+    def _said_now(self) -> list[Update]:
+        """The source diagnostics found since the last look."""
+        out: list[Update] = []
+        for report in self.run.reports:
+            for d in report.diagnostics:
+                if id(d) not in self._said:
+                    self._said.add(id(d))
+                    out.append(DiagnosticFound(path=report.path, diagnostic=d))
+        return out
+
+
+def _unreadable(path: str) -> Diagnostic:
+    return Diagnostic(
+        code="source.unreadable",
+        severity="error",
+        location=path,
+        message=f"cannot read {path}: it never appeared while it was followed",
+    )
