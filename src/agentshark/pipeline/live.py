@@ -29,6 +29,7 @@ from __future__ import annotations
 import io
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 from agentshark.errors import Diagnostic, InputError
 from agentshark.model import Exchange
@@ -132,12 +133,14 @@ class _Document:
         reader = read_har if kind == "har" else read_vcr
         found: list[Exchange] = []
         diagnostics: list[Diagnostic] = []
-        for item in reader(doc, report.path, report.index, lambda: "pending"):
+        for item in reader(
+            doc if final else _without_last(kind, doc), report.path, report.index, lambda: "?"
+        ):
             if isinstance(item, Diagnostic):
                 diagnostics.append(item)
             else:
                 found.append(item)
-        ready = found[self._seen :] if final else found[self._seen : -1]
+        ready = found[self._seen :]
         for exchange in ready:
             exchange.id = self._next_id()
         self._seen += len(ready)
@@ -160,6 +163,19 @@ class _Document:
                 )
             )
         return out
+
+
+def _without_last(kind: str, doc: dict[str, Any]) -> dict[str, Any]:
+    """``doc`` without its last entry (HAR ``log.entries``, VCR ``interactions``), which
+    may still be being written; no entry when the document has no such list."""
+    if kind == "har":
+        log = doc.get("log")
+        entries = log.get("entries") if isinstance(log, dict) else None
+        if isinstance(log, dict) and isinstance(entries, list):
+            return {**doc, "log": {**log, "entries": entries[:-1]}}
+        return {**doc, "log": {**(log if isinstance(log, dict) else {}), "entries": []}}
+    items = doc.get("interactions")
+    return {**doc, "interactions": items[:-1] if isinstance(items, list) else []}
 
 
 Source = _Capture | _Document | StdioFollow
