@@ -5,6 +5,7 @@ growing; traces rebuilt at most as often as asked."""
 from __future__ import annotations
 
 import io
+import itertools
 import threading
 from pathlib import Path
 
@@ -207,7 +208,7 @@ def test_traces_are_rebuilt_at_most_as_often_as_asked(tmp_path: Path) -> None:
             if any(isinstance(u, TraceChanged) for u in follower.poll()):
                 traced.append(clock.now)
     assert traced
-    gaps = [b - a for a, b in zip(traced, traced[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(traced)]
     assert all(g >= 0.5 - 1e-9 for g in gaps), gaps
     assert follower.live.rebuilds == len(traced)
 

@@ -103,7 +103,18 @@ def capture(tmp_path: Path) -> Iterator[tuple[Path, int, subprocess.Popen[bytes]
     port = _free_port()
     path = tmp_path / "live.pcap"
     proc = subprocess.Popen(
-        [tcpdump, "-i", "lo", "-U", "--immediate-mode", "-s", "0", "-w", str(path), f"tcp port {port}"],
+        [
+            tcpdump,
+            "-i",
+            "lo",
+            "-U",
+            "--immediate-mode",
+            "-s",
+            "0",
+            "-w",
+            str(path),
+            f"tcp port {port}",
+        ],
         stderr=subprocess.PIPE,
     )
     assert proc.stderr is not None
@@ -163,7 +174,7 @@ def test_calls_are_reported_while_tcpdump_writes_and_the_end_equals_analyze(
         got2 = _wait_for_call(follower, seen)
         assert tcpdump.poll() is None
         conn.close()
-        print(f"latency: call1 {got1 - done1:.3f}s, call2 {got2 - done2:.3f}s")  # noqa: T201
+        print(f"latency: call1 {got1 - done1:.3f}s, call2 {got2 - done2:.3f}s")
     finally:
         server.shutdown()
         server.server_close()
