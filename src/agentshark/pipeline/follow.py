@@ -20,10 +20,14 @@ made, except that traces are rebuilt as calls come (:mod:`agentshark.trace.chang
 - :class:`SourceFinished`: an input ended (its report), at :meth:`Follower.close` or
   when it was truncated or replaced.
 
-Traces are rebuilt from every call kept (``Analysis.finish``: its cost grows with the calls),
-at most ``rebuilds_per_second`` times a second and only when calls or exchanges came: calls
-that finish together cost one rebuild. After :meth:`Follower.close` the traces and incidents
-are those ``agentshark analyze`` gives for the finished files (for one file, the same ids).
+Traces are rebuilt from every call kept (``Analysis.finish``: its cost grows with the calls,
+about 0.2 s for 250 calls and 1.2 s for 1,000 on the shared machine, ``bench/follow.py
+rebuild``), only when calls or exchanges came, at most ``rebuilds_per_second`` times a
+second, and never more often than keeps rebuilding under ``share`` (a quarter) of the time:
+after a rebuild that took ``t`` seconds, the next waits ``max(1 / rebuilds_per_second,
+t / share)``. Calls that finish together cost one rebuild. After :meth:`Follower.close`
+the traces and incidents are those ``agentshark analyze`` gives for the finished files (for
+one file, the same ids).
 
 The state is :class:`~agentshark.pipeline.live.LiveRun` (sans-I/O) and :class:`LiveTraces`
 (items in, updates out, with the time passed in); :class:`Follower` adds the files
@@ -101,15 +105,18 @@ Update = (
 class LiveTraces:
     """Pipeline items -> updates; the traces rebuilt when due (sans-I/O: ``now`` is given)."""
 
-    def __init__(self, *, traces: bool = True, rebuilds_per_second: float = 4.0) -> None:
+    def __init__(
+        self, *, traces: bool = True, rebuilds_per_second: float = 4.0, share: float = 0.25
+    ) -> None:
         self.analysis = Analysis()
         self.changes = TraceChanges()
         self.rebuilds = 0
         self.rebuild_seconds = 0.0  # time spent rebuilding, all rebuilds
         self._traces = traces
         self._gap = 1.0 / rebuilds_per_second
+        self._share = share  # of the time rebuilds may take, when one rebuild is slow
         self._dirty = False
-        self._last = float("-inf")
+        self._next = float("-inf")  # when the next rebuild may start
 
     def items(self, items: Sequence[Item]) -> list[Update]:
         out: list[Update] = []
@@ -128,22 +135,25 @@ class LiveTraces:
 
     def tick(self, now: float) -> list[Update]:
         """The trace changes, if calls came and the last rebuild is old enough."""
-        if not (self._traces and self._dirty and now - self._last >= self._gap):
+        if not (self._traces and self._dirty and now >= self._next):
             return []
-        self._last = now
-        return self._rebuild()
+        updates, took = self._rebuild()
+        self._next = now + max(self._gap, took / self._share)
+        return updates
 
     def finish(self) -> list[Update]:
         """The last rebuild: the traces of the whole input."""
-        return self._rebuild() if self._traces else []
+        return self._rebuild()[0] if self._traces else []
 
-    def _rebuild(self) -> list[Update]:
+    def _rebuild(self) -> tuple[list[Update], float]:
+        """The changes, and how long the rebuild took (wall time)."""
         self._dirty = False
         started = time.perf_counter()
         self.analysis.finish()
+        took = time.perf_counter() - started
         self.rebuilds += 1
-        self.rebuild_seconds += time.perf_counter() - started
-        return list(self.changes.diff(self.analysis.traces, self.analysis.incidents))
+        self.rebuild_seconds += took
+        return list(self.changes.diff(self.analysis.traces, self.analysis.incidents)), took
 
 
 class Follower:
