@@ -118,6 +118,7 @@ def latency(calls: int, immediate: bool) -> None:
     proc.wait()
     server.shutdown()
     lat = [a - d for a, d in zip(arrived, done, strict=False)]
+    print("per call (ms):", " ".join(f"{x * 1000:.0f}" for x in lat))
     ms = sorted(x * 1000 for x in lat)
     p90 = ms[int(len(ms) * 0.9) - 1]
     print(

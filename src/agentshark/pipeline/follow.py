@@ -63,6 +63,7 @@ __all__ = [
 ]
 
 POLL_INTERVAL = 0.05  # seconds between two looks at the files when they did not grow
+BUSY_INTERVAL = 0.002  # seconds after a look that found the files grown
 MAX_READ = 8 << 20  # bytes read from one file per poll, so that one poll stays short
 
 
@@ -235,17 +236,18 @@ class Follower:
         interval: float = POLL_INTERVAL,
     ) -> Iterator[Update]:
         """Updates until ``stop`` is set, or until no file grew for ``idle`` seconds; then
-        those of :meth:`close`. Waits ``interval`` seconds when a poll found nothing. When
+        those of :meth:`close`. Waits ``interval`` seconds after a poll that read nothing,
+        :data:`BUSY_INTERVAL` after one that read bytes. When
         the iteration is left otherwise (an exception, Ctrl-C), :meth:`close` gives the
         rest."""
         stop = stop or threading.Event()
         while not stop.is_set():
-            found = self.poll()
-            yield from found
+            read = self.counts["bytes"]
+            yield from self.poll()
             if idle is not None and self._clock() - self.last_growth >= idle:
                 break
-            if not found:
-                stop.wait(interval)
+            # a file that just grew is likely to grow again soon (the rest of a response)
+            stop.wait(BUSY_INTERVAL if self.counts["bytes"] > read else interval)
         yield from self.close()
 
     def summary(self) -> str:
