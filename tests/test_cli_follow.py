@@ -47,6 +47,21 @@ def test_calls_follow_prints_the_lines_of_calls(
     assert out == batch
 
 
+def test_calls_follow_api_shows_only_those_families(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "agent_chat.pcap"
+    path.write_bytes(EXAMPLE.read_bytes())
+    assert main(["calls", str(path), "--wide", "--api", "anthropic"]) == 0
+    batch = capsys.readouterr().out
+    assert (
+        main(["calls", "--follow", str(path), "--until", "0.2", "--wide", "--api", "anthropic"])
+        == 0
+    )
+    assert capsys.readouterr().out == batch
+    assert "call1 " not in batch, "no call line: all six are openai.chat"
+
+
 def test_follow_json_writes_one_update_per_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

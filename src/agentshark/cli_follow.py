@@ -21,7 +21,7 @@ from agentshark.output.redact import redactor
 from agentshark.output.report import RenderOptions
 from agentshark.output.trace_text import TraceTextWriter
 from agentshark.pipeline import SourceReport
-from agentshark.pipeline.follow import Follower, SourceFinished, Update
+from agentshark.pipeline.follow import CallFinished, Follower, SourceFinished, Update
 
 __all__ = ["add_follow_options", "follow"]
 
@@ -98,8 +98,16 @@ class _View:
         self._text = LiveTextWriter(out, render, traces=traces, wide=self._wide)
         self.sources: list[SourceReport] = []
         self.failed = 0
+        self.apis: tuple[str, ...] = tuple(args.api)
+
+    def _wanted(self, api: str) -> bool:
+        """``--api``: a whole family name or its first part; all when none given."""
+        return not self.apis or any(api == a or api.startswith(f"{a}.") for a in self.apis)
 
     def write(self, update: Update, census: Census) -> None:
+        if isinstance(update, CallFinished) and not self._wanted(update.call.api):
+            census.count(update.call)  # as `calls --api` counts what it does not show
+            return
         if isinstance(update, SourceFinished):
             self.sources.append(update.report)
             self.failed += _failure(update.report, self._render)
@@ -114,7 +122,7 @@ class _View:
         if self._json:
             return
         if not self._traces:
-            self._text.calls.finish(census)
+            self._text.calls.finish(census, self.apis)
         else:
             analysis = follower.live.analysis
             self._out.write("\n")
