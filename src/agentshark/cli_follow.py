@@ -7,6 +7,11 @@ the trace trees ``agentshark analyze`` prints for the finished files. ``--format
 writes one update per line (:func:`agentshark.output.live.update_json`). Following ends on
 Ctrl-C (exit status 130, after the final output and a line saying what was done), or when
 no file grew for ``--until`` seconds.
+
+A capture is only as live as its writer: ``tcpdump -w`` buffers its output unless ``-U``, and
+libpcap hands packets over in blocks (about a second apart when traffic is light) unless
+``--immediate-mode``; with both, a call is printed about 16 ms (median) after its last
+packet (``bench/follow.py latency``).
 """
 
 from __future__ import annotations
@@ -30,8 +35,9 @@ def add_follow_options(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument(
         "--follow",
         action="store_true",
-        help="follow FILE while it is written (tcpdump -w, a transcript): print each call as "
-        "it finishes, until Ctrl-C or --until",
+        help="follow FILE while it is written (a transcript, a capture: tcpdump -U "
+        "--immediate-mode -w FILE writes each packet as it comes) and print each call as it "
+        "finishes, until Ctrl-C or --until",
     )
     cmd.add_argument(
         "--until",

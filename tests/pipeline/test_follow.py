@@ -225,3 +225,42 @@ def test_updates_end_when_no_file_grew_for_idle_seconds_or_when_stopped(tmp_path
     stop.set()
     other = Follower([str(path)])
     assert len(_calls(list(other.updates(stop)))) == 6, "close reads what is there"
+
+
+def test_a_key_log_written_while_following_decrypts_the_sessions_after_it(tmp_path: Path) -> None:
+    """Each secret is logged before its session's packets are read (as a client logs it at
+    its handshake), the key log one line at a time."""
+    source = CAPTURES / "llm_sdk_openai"
+    data = (source / "capture.pcap").read_bytes()
+    keys = (source / "keylog.txt").read_bytes().splitlines(keepends=True)
+    path, keylog = tmp_path / "tls.pcap", tmp_path / "keys.log"
+    path.write_bytes(b"")
+    keylog.write_bytes(b"")
+    follower = Follower([str(path)], keylogs=[str(keylog)], clock=_Clock())
+    seen = follower.poll()
+    with keylog.open("ab") as k:
+        for line in keys:
+            k.write(line)
+            k.flush()
+            seen += follower.poll()
+    starts = _record_starts(data)
+    with path.open("ab") as f:
+        for n, start in enumerate(starts):
+            f.write(data[start if n else 0 : starts[n + 1] if n + 1 < len(starts) else len(data)])
+            f.flush()
+            seen += follower.poll()
+    seen += follower.close()
+    analysis = Analysis()
+    batch = [
+        c
+        for c in analysis.watch(run([str(path)], Options(calls=True, keylogs=[str(keylog)])))
+        if isinstance(c, Call)
+    ]
+    analysis.finish()
+    render = RenderOptions()
+    assert batch, "the capture holds calls once decrypted"
+    got = [call_json(u.call, render) for u in seen if isinstance(u, CallFinished)]
+    assert got == [call_json(c, render) for c in batch]
+    reports = [u.report for u in seen if isinstance(u, SourceFinished)]
+    keyed = [(r.format, r.key_secrets, r.diagnostics) for r in reports if r.format == "keylog"]
+    assert keyed == [("keylog", 1, [])], "one TLS 1.3 session: six secrets of one client random"

@@ -45,7 +45,9 @@ def _inputs() -> list[Path]:
 
 
 def _keylogs(path: Path) -> list[str]:
-    return [str(k) for k in sorted(path.parent.glob("*keys*.log"))][:1]
+    """The key log of a TLS capture (``keylog.txt`` beside it), or none."""
+    found = sorted(path.parent.glob("keylog.txt")) + sorted(path.parent.glob("*keys*.log"))
+    return [str(k) for k in found][:1]
 
 
 def _live(path: Path, pieces: list[int], keylogs: list[str]) -> list[tuple[str, Any]]:

@@ -160,9 +160,10 @@ class LiveTraces:
 class Follower:
     """Follow ``paths`` (captures, transcripts, HAR files, cassettes) as they grow.
 
-    ``keylogs`` are read once, at the start. ``calls`` recognizes API calls (as
-    ``agentshark calls``); ``traces`` also builds traces (as ``agentshark analyze``).
-    ``clock`` is for tests."""
+    ``keylogs`` are followed too (a client appends a line per TLS session it opens); a
+    secret logged after the follower read its session's packets comes too late for it.
+    ``calls`` recognizes API calls (as ``agentshark calls``); ``traces`` also builds traces
+    (as ``agentshark analyze``). ``clock`` is for tests."""
 
     def __init__(
         self,
@@ -176,8 +177,9 @@ class Follower:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.paths = list(paths)
-        options = Options(max_body=max_body, keylogs=keylogs, calls=calls or traces)
+        options = Options(max_body=max_body, calls=calls or traces)
         self.run = LiveRun(self.paths, options)
+        self._keys = [(self.run.follow_keylog(p), TailFile(p)) for p in keylogs]
         self.live = LiveTraces(traces=traces, rebuilds_per_second=rebuilds_per_second)
         self._tails = [TailFile(p) for p in self.paths]
         self._clock = clock
@@ -191,37 +193,50 @@ class Follower:
     def poll(self) -> list[Update]:
         """What the files gained since the last poll, as updates; never waits."""
         out, self._pending = self._pending, []
-        for index, tail in enumerate(self._tails):
-            if tail.ended is not None:
-                continue
-            got = 0
-            while got < MAX_READ:
-                data = tail.read()
-                if not data:
-                    break
-                got += len(data)
-                out.extend(self._translate(self.run.push(index, data)))
-            if got:
-                self.counts["bytes"] += got
+        # The captures are read first, the key logs then, and the captures' bytes pushed
+        # last: a secret logged before its session's packets were read is known to them.
+        read = [self._read(tail) if tail.ended is None else [] for tail in self._tails]
+        for handle, tail in self._keys:
+            for data in self._read(tail):
+                self.run.push_keys(handle, data)
+        for index, (tail, chunks) in enumerate(zip(self._tails, read, strict=True)):
+            if chunks:
+                self.counts["bytes"] += sum(map(len, chunks))
                 self.last_growth = self._clock()
-            if tail.ended is not None:
+            for data in chunks:
+                out.extend(self._translate(self.run.push(index, data)))
+            if tail.ended is not None and not self.run.ended(index):
                 out.extend(self._translate(self.run.end(index, tail.ended)))
         out.extend(self._said_now())
         out.extend(self._traced(self.live.tick(self._clock())))
         return out
+
+    @staticmethod
+    def _read(tail: TailFile) -> list[bytes]:
+        chunks: list[bytes] = []
+        got = 0
+        while got < MAX_READ and (data := tail.read()):
+            chunks.append(data)
+            got += len(data)
+        return chunks
 
     def close(self) -> list[Update]:
         """Read what is left, end every input, and the final traces."""
         if self._closed:
             return []
         out = self.poll()
-        while any(t.pending() for t in self._tails):
+        while any(t.pending() for t in self._tails) or any(t.pending() for _, t in self._keys):
             out.extend(self.poll())
         self._closed = True
         for index, tail in enumerate(self._tails):
             if not tail.opened and tail.ended is None:
                 tail.ended = _unreadable(tail.path)
                 out.extend(self._translate(self.run.end(index, tail.ended)))
+            tail.close()
+        for handle, tail in self._keys:
+            if tail.ended is not None or not tail.opened:
+                why = tail.ended.message if tail.ended else "it never appeared while followed"
+                self.run.keylog_unreadable(handle, why)
             tail.close()
         out.extend(self._translate(self.run.close()))
         out.extend(self._said_now())

@@ -49,7 +49,7 @@ from agentshark.pipeline.stdio import StdioSessions
 from agentshark.sources.detect import classify_document
 from agentshark.sources.feeds import PcapFeed, PcapngFeed
 from agentshark.sources.har import read_har
-from agentshark.sources.keylog import load_keylog
+from agentshark.sources.keylog import empty_keylog, is_capture, load_keylog, not_a_keylog
 from agentshark.sources.pcap import MAGICS
 from agentshark.sources.pcapng import SHB_MAGIC
 from agentshark.sources.vcr import read_vcr
@@ -178,6 +178,49 @@ def _without_last(kind: str, doc: dict[str, Any]) -> dict[str, Any]:
     return {**doc, "interactions": items[:-1] if isinstance(items, list) else []}
 
 
+class _KeyFollow:
+    """An SSLKEYLOGFILE a client is still writing: whole lines are added to the key log as
+    they come, so that TLS sessions opened while following can be decrypted."""
+
+    def __init__(self, report: SourceReport, keylog: KeyLog) -> None:
+        self.report = report
+        self._keylog = keylog
+        self._held = b""
+        self._line = 1  # number of the next line
+        self._checked = False
+        self._refused = False
+
+    def push(self, data: bytes) -> None:
+        if self._refused:
+            return
+        buf = self._held + data
+        if not self._checked and len(buf) >= 4:
+            self._checked = True
+            if is_capture(buf):
+                self._refused = True
+                self.report.diagnostics.append(not_a_keylog(self.report.path))
+                return
+        end = buf.rfind(b"\n") + 1
+        self._held = buf[end:]
+        if end:
+            self._add(buf[:end])
+
+    def end(self) -> SourceReport:
+        held, self._held = self._held, b""
+        if held and not self._refused:  # a last line without its newline
+            self._add(held)
+        path = self.report.path
+        if not self._refused and not self._keylog.lines_from(path):
+            self.report.diagnostics.append(empty_keylog(path))
+        self.report.key_secrets = len(self._keylog)
+        return self.report
+
+    def _add(self, text: bytes) -> None:
+        path = self.report.path
+        self.report.diagnostics.extend(self._keylog.add_text(text, path, self._line))
+        self._line += len(text.splitlines())
+
+
 Source = _Capture | _Document | StdioFollow
 
 
@@ -200,6 +243,7 @@ class LiveRun:
         self._counter = 0
         self.keylog = KeyLog()
         self._inbox: deque[Item] = deque()
+        self._keys: list[_KeyFollow] = []
         self._closed = False
         chain: Iterator[Item | Pause] = self._inbox_items()
         self._chain = _with_calls(chain, opts) if opts.calls else chain
@@ -223,8 +267,33 @@ class LiveRun:
             yield PAUSE
 
     def start(self) -> list[Item]:
-        """The key log reports (key logs are read whole, at the start)."""
+        """The reports of ``options.keylogs`` (read whole, at the start)."""
         return until_pause(self._chain)
+
+    def follow_keylog(self, path: str) -> int:
+        """A key log to read as it grows (:meth:`push_keys`); its handle."""
+        index = len(self.paths) + len(self.options.keylogs) + len(self._keys)
+        self._keys.append(
+            _KeyFollow(SourceReport(index=index, path=path, format="keylog"), self.keylog)
+        )
+        return len(self._keys) - 1
+
+    def keylog_unreadable(self, handle: int, why: str) -> None:
+        """A followed key log could not be read (``why``)."""
+        report = self._keys[handle].report
+        report.diagnostics.append(
+            Diagnostic(
+                code="keylog.unreadable",
+                severity="error",
+                location=report.path,
+                message=f"cannot read the key log {report.path}: {why}",
+            )
+        )
+
+    def push_keys(self, handle: int, data: bytes) -> None:
+        """Lines appended to a followed key log: their secrets serve the TLS sessions
+        decrypted after this call (push key logs before the captures that need them)."""
+        self._keys[handle].push(data)
 
     def push(self, index: int, data: bytes) -> list[Item]:
         """``data`` was appended to input ``index``: the items that are final now."""
@@ -240,6 +309,10 @@ class LiveRun:
             data, self._head[index] = self._head[index], b""
         self._inbox.extend(self._guarded(index, source.push, data))
         return until_pause(self._chain)
+
+    def ended(self, index: int) -> bool:
+        """Whether input ``index`` ended (:meth:`end`, or a format error)."""
+        return self._ended[index]
 
     def end(self, index: int, diagnostic: Diagnostic | None = None) -> list[Item]:
         """Input ``index`` ends (``diagnostic`` says why, when it is not a clean stop)."""
@@ -267,6 +340,8 @@ class LiveRun:
         out: list[Item] = []
         for index in range(len(self.paths)):
             out.extend(self.end(index))
+        self._inbox.extend(keys.end() for keys in self._keys)
+        self._keys.clear()
         self._closed = True
         out.extend(until_pause(self._chain))
         return out
