@@ -231,12 +231,13 @@ class _Analyzers(dict[str, ConnectionAnalyzer]):
 
 
 class Pause:
-    """Not an item: a live source has no more input for now (:mod:`agentshark.pipeline.follow`).
+    """Not an item: a live source has no more input for now.
 
-    A packet source may yield :data:`PAUSE` between records; :func:`packets` and
-    :func:`with_calls` pass it through in its place among the items, so the consumer of a
-    live pipeline knows that everything the input so far makes final has come. The stream
-    readers of files never yield it."""
+    A packet source may yield :data:`PAUSE` between records; the packet stage
+    (``_packets``) and the call stage (``_with_calls``) pass it through in its place among
+    the items, suspended with all their state until the consumer asks for more: everything
+    the input so far makes final has come before it. The stream readers of files never
+    yield it (:mod:`agentshark.pipeline.live` drives the stages this way)."""
 
     __slots__ = ()
 
