@@ -20,6 +20,9 @@ How each format is followed (the format is decided from content, as ``run`` deci
 - HAR files and VCR cassettes are single documents, valid only once written whole: the
   document is parsed again when it changed, and only entries past those already reported
   are new (an entry rewritten in place is not reported again).
+- Key logs: those of ``options.keylogs`` are read whole at the start, as ``run`` reads
+  them; one a client still writes is followed line by line (:meth:`LiveRun.follow_keylog`,
+  :meth:`LiveRun.push_keys`), its secrets known to the TLS sessions pushed after them.
 - Input whose format is not known when it ends (too short to tell, or not a format
   agentshark reads) is analyzed whole then, by ``run``'s own code: same items, same errors.
 """
