@@ -26,6 +26,7 @@ from agentshark import __version__, cli_view
 from agentshark.apis.model import Call
 from agentshark.apis.registry import known_apis
 from agentshark.cli_export import add_export_parser, run_export
+from agentshark.cli_follow import add_follow_options, follow
 from agentshark.errors import InputError
 from agentshark.framing.proto_schema import ProtoSchemas, load_schemas
 from agentshark.output.calls_text import CallsTextWriter
@@ -199,6 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
         "first part (openai, anthropic); repeatable",
     )
     calls.add_argument("--wide", action="store_true", help=_WIDE_HELP)
+    add_follow_options(calls)
     calls.set_defaults(events=False)
     analyze = _command(
         sub,
@@ -214,6 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
     analyze.add_argument(
         "--wide", action="store_true", help="show tool arguments and results at length"
     )
+    add_follow_options(analyze)
     analyze.set_defaults(events=False, api=[])
     show = _command(
         sub,
@@ -289,6 +292,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cli_view.run_report(args)
         if args.command == "export":
             return run_export(args, census)
+        if getattr(args, "follow", False) or getattr(args, "until", None) is not None:
+            return follow(args, census)
         return _report(args, census, calls=args.command in ("calls", "analyze"))
     except UsageError as exc:
         print(f"agentshark: {exc}", file=sys.stderr)

@@ -11,10 +11,10 @@ from __future__ import annotations
 import io
 import itertools
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import TypeVar, overload
 
 from agentshark.apis.gemini.live import is_live, live_calls
 from agentshark.apis.mcp.sessions import McpSessions
@@ -49,7 +49,7 @@ from agentshark.sources.vcr import read_vcr
 from agentshark.sources.wslog import read_message_log
 from agentshark.tls.keylog import KeyLog
 
-__all__ = ["ConnectionReport", "Item", "Options", "SourceReport", "run"]
+__all__ = ["PAUSE", "ConnectionReport", "Item", "Options", "Pause", "SourceReport", "run"]
 
 TLSK = 0x544C534B  # Decryption Secrets Block type: NSS key log (pcapng §4.7)
 
@@ -66,6 +66,7 @@ class Options:
 
 
 Item = Exchange | Call | ConnectionReport | SourceReport
+_T = TypeVar("_T")
 
 
 def run(paths: Sequence[str], options: Options | None = None) -> Iterator[Item]:
@@ -81,22 +82,23 @@ def run(paths: Sequence[str], options: Options | None = None) -> Iterator[Item]:
     return _with_calls(items, opts) if opts.calls else items
 
 
-def _with_calls(items: Iterator[Item], opts: Options) -> Iterator[Item]:
+def _with_calls(items: Iterator[_T], opts: Options) -> Iterator[_T | Call]:
     """Each exchange, followed by the API call it carries when a family recognizes one.
 
     MCP calls that need a later exchange of their session (see
-    :mod:`agentshark.apis.mcp.sessions`) come when it does, or after the last input."""
+    :mod:`agentshark.apis.mcp.sessions`) come when it does, or after the last input. Other
+    items (and :data:`PAUSE`) pass through."""
     counter = itertools.count(1)
     sessions = McpSessions()
     for item in items:
         yield item
-        if type(item) is Exchange and item.messages is not None:
+        if isinstance(item, Exchange) and item.messages is not None:
             next_id = lambda: f"call{next(counter)}"  # noqa: E731
             if is_realtime(item):
                 yield from session_calls(item, next_id)
             elif is_live(item):
                 yield from live_calls(item, next_id)
-        elif type(item) is Exchange:
+        elif isinstance(item, Exchange):
             call = recognize(item, f"call{next(counter)}", max_body=opts.max_body)
             if call is not None:
                 if call.api == "mcp":
@@ -182,7 +184,10 @@ def _analyze(
     if fmt in ("pcap", "pcapng"):
         yield from stdio.flush()  # a held stdio file has no partner
         report.format = fmt
-        yield from _packets(stream, total, report, opts, next_id, prefix, keylog)
+        name = report.path
+        records = read_pcap(stream, name) if fmt == "pcap" else read_pcapng(stream, name)
+        yield from _packets(records, total, report, opts, next_id, prefix, keylog)
+        report.bytes = stream.tell() if report.path != "-" else 0
         return
     if fmt == "unknown" and sniff_stdio(stream.peek(_STDIO_PEEK)) is None:
         # a goose replay whose first line has a byte that is not UTF-8 is still a transcript
@@ -234,17 +239,55 @@ class _Analyzers(dict[str, ConnectionAnalyzer]):
         return analyzer.close()
 
 
+class Pause:
+    """Not an item: a live source has no more input for now.
+
+    A packet source may yield :data:`PAUSE` between records; the packet stage
+    (``_packets``) and the call stage (``_with_calls``) pass it through in its place among
+    the items, suspended with all their state until the consumer asks for more: everything
+    the input so far makes final has come before it. The stream readers of files never
+    yield it (:mod:`agentshark.pipeline.live` drives the stages this way)."""
+
+    __slots__ = ()
+
+
+PAUSE = Pause()
+
+SourceItem = Packet | Interface | Diagnostic | DecryptionSecrets
+
+
+@overload
 def _packets(
-    stream: BinaryIO,
+    reader: Iterable[SourceItem],
     total: int,
     report: SourceReport,
     opts: Options,
     next_id: Callable[[], str],
     prefix: str,
     keylog: KeyLog,
-) -> Iterator[Item]:
+) -> Iterator[Item]: ...
+@overload
+def _packets(
+    reader: Iterable[SourceItem | Pause],
+    total: int,
+    report: SourceReport,
+    opts: Options,
+    next_id: Callable[[], str],
+    prefix: str,
+    keylog: KeyLog,
+) -> Iterator[Item | Pause]: ...
+def _packets(
+    reader: Iterable[SourceItem | Pause],
+    total: int,
+    report: SourceReport,
+    opts: Options,
+    next_id: Callable[[], str],
+    prefix: str,
+    keylog: KeyLog,
+) -> Iterator[Item | Pause]:
+    """The items of one capture's packet records (``reader``: a stream reader, or a live
+    feed that may yield :data:`PAUSE`); the report's counters are set at the end."""
     name = report.path
-    reader = read_pcap(stream, name) if report.format == "pcap" else read_pcapng(stream, name)
     decoder = PacketDecoder(source_name=name)
     tcp = TcpReassembler(source_name=name, max_buffered=opts.max_buffered, id_prefix=prefix)
     conns = _Analyzers(lambda conn: ConnectionAnalyzer(conn, report.index, next_id, name, keylog))
@@ -316,12 +359,13 @@ def _packets(
                 )
         elif isinstance(item, Interface):
             report.interfaces.append(item)
+        elif item is PAUSE:
+            yield item
     dispatch(tcp.close(), ready)
     yield from drain(ready)
     report.diagnostics.extend(decoder.close())
     report.diagnostics.extend(tcp.diagnostics)
     report.packets = packets
-    report.bytes = stream.tell() if report.path != "-" else 0
     report.not_analyzed = dict(decoder.counts)
     report.stats = dict(tcp.stats)
     if progress is not None:

@@ -105,18 +105,14 @@ class StdioSessions:
         half, self._half = self._half, None
         if half is None:
             return
-        other = "server to client" if half.direction == "c2s" else "client to server"
-        half.report.diagnostics.append(
-            Diagnostic(
-                code="stdio.one_direction",
-                message=f"{half.report.path} holds one direction of a stdio session and no "
-                f"file of the other direction ({other}) followed it: its requests have no "
-                "answers here. Give both files, one after the other",
-                location=half.report.path,
-            )
-        )
+        half.report.diagnostics.append(one_direction(half.report.path, half.direction))
         yield from self._session(iter(half.lines), half.report, half.report)
         yield half.report
+
+    def new_connection(self) -> str:
+        """The connection id of the next session (``stdio1``, ``stdio2``...)."""
+        self._sessions += 1
+        return f"{self._prefix}stdio{self._sessions}"
 
     def _session(
         self,
@@ -124,8 +120,7 @@ class StdioSessions:
         owner: SourceReport,
         *reports: SourceReport,
     ) -> Iterator[Exchange]:
-        self._sessions += 1
-        connection = f"{self._prefix}stdio{self._sessions}"
+        connection = self.new_connection()
         url = "stdio:" + PurePath(owner.path).name
         only_lines: list[StdioLine] = []
         for item in lines:
@@ -145,6 +140,18 @@ class StdioSessions:
             found.source = report.index
             report.exchanges += 1
             yield found
+
+
+def one_direction(path: str, direction: str) -> Diagnostic:
+    """A file of one direction whose partner never came."""
+    other = "server to client" if direction == "c2s" else "client to server"
+    return Diagnostic(
+        code="stdio.one_direction",
+        message=f"{path} holds one direction of a stdio session and no "
+        f"file of the other direction ({other}) followed it: its requests have no "
+        "answers here. Give both files, one after the other",
+        location=path,
+    )
 
 
 _SIDES = {"c2s": "client to server (the server's stdin)", "s2c": "server to client (stdout)"}

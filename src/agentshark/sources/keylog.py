@@ -11,7 +11,7 @@ from pathlib import Path
 from agentshark.errors import Diagnostic
 from agentshark.tls.keylog import KeyLog
 
-__all__ = ["MAX_KEYLOG", "load_keylog"]
+__all__ = ["MAX_KEYLOG", "empty_keylog", "is_capture", "load_keylog", "not_a_keylog"]
 
 MAX_KEYLOG = 256 << 20  # a key log line is ~180 bytes: this is over a million sessions
 
@@ -42,25 +42,33 @@ def load_keylog(path: str, keylog: KeyLog) -> list[Diagnostic]:
                 message=f"cannot read the key log {path}: {exc.strerror or exc}",
             )
         ]
-    if len(data) > MAX_KEYLOG or data[:4] in _CAPTURE_MAGICS or data[:4] == b"\x0a\x0d\x0d\x0a":
-        what = "larger than 256 MiB" if len(data) > MAX_KEYLOG else "a packet capture"
-        return [
-            Diagnostic(
-                code="keylog.not_a_keylog",
-                severity="error",
-                location=path,
-                message=f"{path} is {what}, not a key log: pass the file that SSLKEYLOGFILE "
-                "named when the client ran",
-            )
-        ]
+    if len(data) > MAX_KEYLOG or is_capture(data):
+        return [not_a_keylog(path, "larger than 256 MiB" if len(data) > MAX_KEYLOG else "")]
     diagnostics = keylog.add_text(data, path)
     if not keylog.lines_from(path):
-        diagnostics.append(
-            Diagnostic(
-                code="keylog.empty",
-                location=path,
-                message=f"{path} holds no TLS secrets (expected lines like "
-                "'CLIENT_RANDOM <64 hex> <96 hex>' written through SSLKEYLOGFILE)",
-            )
-        )
+        diagnostics.append(empty_keylog(path))
     return diagnostics
+
+
+def is_capture(head: bytes) -> bool:
+    """Whether ``head`` starts like a pcap or pcapng file (given for a key log by mistake)."""
+    return head[:4] in _CAPTURE_MAGICS or head[:4] == b"\x0a\x0d\x0d\x0a"
+
+
+def not_a_keylog(path: str, what: str = "") -> Diagnostic:
+    return Diagnostic(
+        code="keylog.not_a_keylog",
+        severity="error",
+        location=path,
+        message=f"{path} is {what or 'a packet capture'}, not a key log: pass the file that "
+        "SSLKEYLOGFILE named when the client ran",
+    )
+
+
+def empty_keylog(path: str) -> Diagnostic:
+    return Diagnostic(
+        code="keylog.empty",
+        location=path,
+        message=f"{path} holds no TLS secrets (expected lines like "
+        "'CLIENT_RANDOM <64 hex> <96 hex>' written through SSLKEYLOGFILE)",
+    )

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import BinaryIO
 
 from agentshark.errors import Diagnostic, InputError
 from agentshark.sources.records import Interface, Packet
 
-__all__ = ["MAGICS", "read_pcap"]
+__all__ = ["MAGICS", "FileHeader", "check_magic", "read_pcap"]
 
 MAX_RECORD = 256 << 20  # no link layer carries a 256 MiB frame: such a length is corruption
 
@@ -50,6 +51,15 @@ def read_pcap(stream: BinaryIO, name: str) -> Iterator[Packet | Interface | Diag
     (``pcap.truncated_file``, ``pcap.bad_record``), after which the iteration stops.
     """
     head = _read_exact(stream, 24)
+    check_magic(head, name)
+    if len(head) < 24:
+        return cut_header(name, len(head))
+    h = FileHeader.parse(head)
+    return _records(stream, name, h.interface, h.order, h.units, h.record_size, h.limit)
+
+
+def check_magic(head: bytes, name: str) -> None:
+    """Raise ``InputError`` unless ``head`` starts with a pcap magic number."""
     magic = head[:4]
     if magic not in MAGICS:
         hint = " (it is a pcapng file)" if magic == b"\x0a\x0d\x0d\x0a" else ""
@@ -57,21 +67,37 @@ def read_pcap(stream: BinaryIO, name: str) -> Iterator[Packet | Interface | Diag
             f"{name} is not a pcap file{hint}: it starts with {magic.hex() or 'nothing'}, not a "
             "pcap magic number (a1b2c3d4 or a1b23c4d in either byte order)"
         )
-    order = "<" if int.from_bytes(magic, "little") in (_MICRO, _NANO, _KUZNETZOV) else ">"
-    if len(head) < 24:
-        return _cut_header(name, len(head))
-    magic_value, _major, _minor, _zone, _sigfigs, snaplen, linkinfo = _FILE_HEADER[order].unpack(
-        head
-    )
-    units = 1_000_000_000 if magic_value == _NANO else 1_000_000
-    record_size = 24 if magic_value == _KUZNETZOV else 16
-    linktype = linkinfo & _LINKTYPE_MASK
-    limit = MAX_RECORD if snaplen == 0 else min(MAX_RECORD, snaplen * 4 + 65536)
-    interface = Interface(index=0, linktype=linktype, snaplen=snaplen, ts_resolution=1 / units)
-    return _records(stream, name, interface, order, units, record_size, limit)
 
 
-def _cut_header(name: str, got: int) -> Iterator[Diagnostic]:
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FileHeader:
+    """What the 24-byte File Header says about the records after it."""
+
+    interface: Interface
+    order: str  # struct byte order of the records: "<" or ">"
+    units: int  # timestamp fraction units per second
+    record_size: int  # bytes of a record header (24 in the "modified" format)
+    limit: int  # the largest captured length believed
+
+    @classmethod
+    def parse(cls, head: bytes) -> FileHeader:
+        """``head``: the 24 bytes of a header whose magic :func:`check_magic` accepted."""
+        order = "<" if int.from_bytes(head[:4], "little") in (_MICRO, _NANO, _KUZNETZOV) else ">"
+        magic, _major, _minor, _zone, _sigfigs, snaplen, linkinfo = _FILE_HEADER[order].unpack(head)
+        units = 1_000_000_000 if magic == _NANO else 1_000_000
+        linktype = linkinfo & _LINKTYPE_MASK
+        return cls(
+            interface=Interface(
+                index=0, linktype=linktype, snaplen=snaplen, ts_resolution=1 / units
+            ),
+            order=order,
+            units=units,
+            record_size=24 if magic == _KUZNETZOV else 16,
+            limit=MAX_RECORD if snaplen == 0 else min(MAX_RECORD, snaplen * 4 + 65536),
+        )
+
+
+def cut_header(name: str, got: int) -> Iterator[Diagnostic]:
     yield Diagnostic(
         code="pcap.truncated_file",
         location=f"{name} at offset 0",
@@ -106,7 +132,7 @@ def _records(
                 return
             head += _read_exact(stream, record_size - len(head))
             if len(head) < record_size:
-                yield _truncated(
+                yield truncated(
                     name,
                     offset,
                     f"record {index + 1} starts with a {record_size}-byte "
@@ -115,13 +141,13 @@ def _records(
                 return
         seconds, fraction, incl_len, orig_len = unpack_from(head)
         if incl_len > limit:
-            yield _bad_record(name, offset, index + 1, incl_len, limit)
+            yield bad_record(name, offset, index + 1, incl_len, limit)
             return
         data = read(incl_len)
         if len(data) < incl_len:
             data += _read_exact(stream, incl_len - len(data)) if data else b""
             if len(data) < incl_len:
-                yield _truncated(
+                yield truncated(
                     name,
                     offset,
                     f"record {index + 1} claims {incl_len} bytes but the file "
@@ -133,7 +159,7 @@ def _records(
         offset += record_size + incl_len
 
 
-def _truncated(name: str, offset: int, what: str) -> Diagnostic:
+def truncated(name: str, offset: int, what: str) -> Diagnostic:
     return Diagnostic(
         code="pcap.truncated_file",
         location=f"{name} at offset {offset}",
@@ -142,7 +168,7 @@ def _truncated(name: str, offset: int, what: str) -> Diagnostic:
     )
 
 
-def _bad_record(name: str, offset: int, number: int, incl_len: int, limit: int) -> Diagnostic:
+def bad_record(name: str, offset: int, number: int, incl_len: int, limit: int) -> Diagnostic:
     return Diagnostic(
         code="pcap.bad_record",
         location=f"{name} at offset {offset}",

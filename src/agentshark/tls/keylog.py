@@ -90,18 +90,19 @@ class KeyLog:
                 out.append((client_random, secret))
         return out
 
-    def add_text(self, text: bytes, source: str) -> list[Diagnostic]:
+    def add_text(self, text: bytes, source: str, first_line: int = 1) -> list[Diagnostic]:
         """Add the lines of a key log; return a ``keylog.malformed_line`` per bad line.
 
         ``source`` names the text in diagnostics (``"{source} line N"``) and in messages
-        about sessions without secrets. Several texts may share a name.
+        about sessions without secrets. Several texts may share a name. ``first_line`` is
+        the number of the text's first line (for a key log read as it grows).
         """
         taken = self._lines.setdefault(source, 0)
         if text.startswith(b"\xef\xbb\xbf"):
             text = text[3:]  # RFC 9850 says no BOM; tolerate one
         out: list[Diagnostic] = []
         bad = 0
-        for number, line in enumerate(text.splitlines(), 1):  # bytes split at LF, CR, CRLF
+        for number, line in enumerate(text.splitlines(), first_line):  # at LF, CR, CRLF
             line = line.strip(b" \t")
             if not line or line.startswith(b"#"):
                 continue
