@@ -33,6 +33,7 @@ _SERVE_EXAMPLES = """examples:
   agentshark serve captures/                   # http://127.0.0.1:8765/
   agentshark serve a.pcap b.har --port 9000
   agentshark serve captures/ --host 0.0.0.0     # other machines too: say so explicitly
+  agentshark serve --live agent.pcap            # while `tcpdump -w agent.pcap` writes it
 
 Opening a capture analyzes it once; the report is kept while the server runs.
 """
@@ -76,6 +77,12 @@ def add_commands(sub: Any, command: Any, size_arg: Any) -> None:
     )
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
     serve.add_argument("--port", type=int, default=8765, help="port (8765; 0: any free port)")
+    serve.add_argument(
+        "--live",
+        action="store_true",
+        help="follow the files as they are written (tcpdump -w, a gateway's recording) and "
+        "show calls as they finish",
+    )
     _common_options(serve, size_arg)
 
 
@@ -161,6 +168,7 @@ def run_serve(args: argparse.Namespace) -> int:
         keylogs=args.keylog,
         max_body=args.max_body,
         redact=not args.no_redact,
+        live=args.live,
     )
     try:
         sock = socket.create_server((args.host, args.port))

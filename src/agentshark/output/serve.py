@@ -16,8 +16,8 @@ index carries ``version`` and ``live``; while ``live`` is true the viewer polls 
 2 s and reloads what it shows when ``version`` changes, opening again the trace that was open
 by its trace id (``viewer.js``, ``poll``). A follower of a growing file plugs in as another
 :class:`ViewSource` (re-projecting its report as calls finish and bumping ``version``)
-registered in :attr:`Library.sources`; nothing else changes (``tests/test_cli_view.py``
-drives the viewer through such a source).
+registered in :attr:`Library.sources`: ``serve --live`` does so for every input
+(:class:`~agentshark.output.serve_live.LiveSource`, a follower in a worker thread).
 
 Every page is sent with a Content-Security-Policy allowing only this server's own script,
 style and data (``'self'``), and, when listening on loopback, requests must name a loopback
@@ -123,6 +123,7 @@ class Library:
         keylogs: Sequence[str] = (),
         max_body: int,
         redact: bool = True,
+        live: bool = False,
     ) -> None:
         self.paths = list(paths)
         found, logs = _scan(self.paths)
@@ -131,9 +132,16 @@ class Library:
             Entry(id=str(n), name=_name(p, self.paths), path=p, format=f, bytes=p.stat().st_size)
             for n, (p, f) in enumerate(found)
         ]
-        self.sources: dict[str, ViewSource] = {
-            e.id: FileSource([str(e.path)], self.keylogs, max_body, redact) for e in self.entries
-        }
+        self.sources: dict[str, ViewSource] = {}
+        for e in self.entries:
+            if live:  # followed as they grow (agentshark.output.serve_live)
+                from agentshark.output.serve_live import LiveSource
+
+                self.sources[e.id] = LiveSource(
+                    [str(e.path)], self.keylogs, max_body=max_body, redact=redact
+                )
+            else:
+                self.sources[e.id] = FileSource([str(e.path)], self.keylogs, max_body, redact)
 
     def describe(self) -> str:
         n = len(self.entries)

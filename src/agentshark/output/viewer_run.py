@@ -86,10 +86,10 @@ class RawBodies:
     def watch(self, items: Iterator[Item]) -> Iterator[Item]:
         for item in items:
             if type(item) is Exchange:
-                self._keep(item)
+                self.keep(item)
             yield item
 
-    def _keep(self, ex: Exchange) -> None:
+    def keep(self, ex: Exchange) -> None:
         out: dict[str, Any] = {}
         if ex.request is not None:
             out["request"] = self._body(ex.request.body, ex.request.headers, f"{ex.id} request")
