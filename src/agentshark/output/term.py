@@ -1,0 +1,263 @@
+"""The terminal form of the text views: the lines, rows and trees a view builds
+(:mod:`agentshark.output.screen`), drawn with ``rich``.
+
+When it is used (:func:`agentshark.output.screen.use_color`): ``--color always``; never with
+``--color never``; with ``--color auto`` (the default) when ``NO_COLOR`` is not set
+(https://no-color.org: set and not empty), and ``FORCE_COLOR`` is set, or the output is a
+terminal whose ``TERM`` is not ``dumb``. Otherwise the views write their plain text
+(:class:`~agentshark.output.screen.PlainScreen`). This module alone imports ``rich``, and only
+when it draws.
+
+What it draws is the plain form's text, never more:
+
+* **Colour means something**: errors red, incomplete (and warnings) yellow, complete green,
+  secondary facts dim, titles bold (:data:`STYLES`, by the view's tones).
+* **Tables fit the terminal**: columns narrowed to its width (widest first, never an id or a
+  time, never under their heading), cells that do not fit wrapped or folded within their
+  column, never cut; a cut happens only where the plain form cuts (a terminal without
+  ``--wide``), and ``--wide`` gives growing columns the spare width.
+* **Trees** with guide lines, a label too long for the terminal wrapped under itself.
+* **Redaction**: every line (every table row, every block of :meth:`RichScreen.lines`) is
+  checked against the one redactor on the exact text the plain form would write; when it
+  would change that text, the redacted text is drawn (unstyled if the change crosses styles).
+* **Captured text is never markup**: content goes into ``rich`` as
+  :class:`~rich.text.Text` (markup, emoji codes and highlighting are off on the console too),
+  and control characters are escaped (:func:`~agentshark.output.screen.neutralize`) before.
+
+Rows are laid out here rather than by :class:`rich.table.Table`, which re-measures every cell
+of a table at each print (several ms a row): the views print each row as its call or exchange
+is recognized, thousands of them on a large capture.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TextIO
+
+from rich.cells import cell_len
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    DownloadColumn,
+    Progress,
+    TaskID,
+    TaskProgressColumn,
+    TextColumn,
+    TimeRemainingColumn,
+    TransferSpeedColumn,
+)
+from rich.text import Text
+
+from agentshark.output.redact import Redactor
+from agentshark.output.screen import (
+    Line,
+    Node,
+    Seg,
+    Table,
+    Tone,
+    cells_text,
+    neutralize,
+    plain,
+    row_text,
+    tree_lines,
+)
+
+STYLES: dict[Tone, str] = {
+    "error": "red",
+    "incomplete": "yellow",
+    "ok": "green",
+    "dim": "dim",
+    "head": "bold",
+    "label": "cyan",
+    "name": "magenta",
+}
+_GUIDE = "dim"
+
+
+def console(file: TextIO | None = None, *, stderr: bool = False) -> Console:
+    """A console that draws colour (the caller decided it should), reads no markup, emoji
+    codes or highlights into text. ``file`` None follows ``sys.stdout`` (or ``sys.stderr``)
+    as it is at each write, so that a progress bar can redirect it."""
+    return Console(
+        file=file,
+        stderr=stderr,
+        force_terminal=True,
+        no_color=False,
+        markup=False,
+        emoji=False,
+        highlight=False,
+    )
+
+
+def fit(table: Table, total: int, *, wide: bool) -> list[int]:
+    """Column widths for a terminal ``total`` cells wide: the plain widths, the widest
+    narrowed first (a ``grow`` column counts half its width: it keeps about twice the others';
+    never a ``keep`` column, never under its heading) until the row fits; with ``wide``, the
+    spare width shared by the ``grow`` columns."""
+    columns = table.columns
+    widths = [c.width for c in columns]
+    spare = total - (len(columns) - 1) - sum(widths)
+    growing = [i for i, c in enumerate(columns) if c.grow]
+    if spare > 0 and wide and growing:
+        share, rest = divmod(spare, len(growing))
+        for n, i in enumerate(growing):
+            widths[i] += share + (1 if n < rest else 0)
+        return widths
+    narrow = [i for i, c in enumerate(columns) if not c.keep]
+    floor = [max(len(c.name), 3) for c in columns]
+    while spare < 0:
+        room = [i for i in narrow if widths[i] > floor[i]]
+        if not room:
+            break  # the terminal is narrower than the headings: it wraps the rows itself
+        widest = max(room, key=lambda i: widths[i] / (2 if columns[i].grow else 1))
+        widths[widest] -= 1
+        spare += 1
+    return widths
+
+
+class RichScreen:
+    """A :class:`~agentshark.output.screen.Screen` drawn with ``rich`` on ``console``."""
+
+    def __init__(self, console: Console, redactor: Redactor) -> None:
+        self._console = console
+        self._redactor = redactor
+        self._widths: dict[tuple[int, bool], list[int]] = {}
+
+    @property
+    def width(self) -> int | None:
+        return self._console.width
+
+    # --- redaction: the plain form's text, checked as the plain form's line stream does ---
+
+    def _safe(self, lines: Sequence[Line]) -> list[Line]:
+        """``lines`` neutralized, and redacted as their text is when written as one."""
+        clean = [tuple((neutralize(t), tone) for t, tone in line) for line in lines]
+        if not self._redactor.enabled:
+            return clean
+        block = "\n".join(plain(line) for line in clean)
+        redacted = self._redactor.text(block)
+        if redacted == block:
+            return clean
+        each = [tuple((self._redactor.text(t), tone) for t, tone in line) for line in clean]
+        if "\n".join(plain(line) for line in each) == redacted:
+            return each
+        return [((text, None),) for text in redacted.split("\n")]
+
+    def _text(self, line: Line) -> Text:
+        text = Text()
+        for part, tone in line:
+            text.append(part, STYLES[tone] if tone else None)
+        return text
+
+    def line(self, *segs: Seg) -> None:
+        (safe,) = self._safe([segs])
+        self._console.print(self._text(safe), overflow="fold")
+
+    def lines(self, lines: Sequence[Line]) -> None:
+        texts = [self._text(line) for line in self._safe(lines)]
+        self._console.print(Text("\n").join(texts), overflow="fold")
+
+    # --- tables ----------------------------------------------------------------------------
+
+    def _fitted(self, table: Table, wide: bool) -> list[int]:
+        key = (id(table), wide)
+        if key not in self._widths:
+            self._widths[key] = fit(table, self._console.width, wide=wide)
+        return self._widths[key]
+
+    def header(self, table: Table, *, wide: bool) -> None:
+        self._draw(table, [(c.name, "head") for c in table.columns], wide=wide)
+
+    def row(self, table: Table, cells: Sequence[Seg], *, wide: bool) -> None:
+        texts = cells_text(table, cells, self._redactor, wide=wide)
+        if self._redactor.enabled:
+            joined = row_text(table, texts)
+            redacted = self._redactor.text(joined)
+            if redacted != joined:
+                texts = [self._redactor.text(t) for t in texts]
+                if row_text(table, texts) != redacted:  # a secret across cells: one line
+                    self._console.print(Text(redacted), soft_wrap=True)
+                    return
+        tones = [tone for _, tone in cells]
+        self._draw(table, list(zip(texts, tones, strict=True)), wide=wide)
+
+    def _draw(self, table: Table, cells: Sequence[Seg], *, wide: bool) -> None:
+        widths = self._fitted(table, wide)
+        columns: list[list[Text]] = []
+        for (text, tone), width in zip(cells, widths, strict=True):
+            cell = Text(text, STYLES[tone] if tone else "")
+            if cell_len(text) <= width:
+                columns.append([cell])
+            else:
+                columns.append(list(cell.wrap(self._console, width, overflow="fold")))
+        height = max(len(c) for c in columns)
+        rows: list[Text] = []
+        last = len(columns) - 1
+        for j in range(height):
+            row = Text()
+            for i, (pieces, width) in enumerate(zip(columns, widths, strict=True)):
+                piece = pieces[j] if j < len(pieces) else Text()
+                row.append_text(piece)
+                if i < last:
+                    row.append(" " * (width - piece.cell_len + 1))
+            row.rstrip()
+            rows.append(row)
+        self._console.print(Text("\n").join(rows), soft_wrap=True)
+
+    # --- trees -----------------------------------------------------------------------------
+
+    def tree(self, root: Node) -> None:
+        width = self._console.width
+        out: list[Text] = []
+        for prefix, continuation, label in tree_lines(root):
+            (safe,) = self._safe([label])
+            text = self._text(safe)
+            if cell_len(prefix) + text.cell_len <= width:
+                out.append(_guided(prefix, text))
+                continue
+            room = max(width - cell_len(continuation), 20)
+            for n, piece in enumerate(text.wrap(self._console, room, overflow="fold")):
+                out.append(_guided(continuation if n else prefix, piece))
+        self._console.print(Text("\n").join(out), soft_wrap=True)
+
+    def flush(self) -> None:
+        self._console.file.flush()
+
+
+def _guided(guides: str, label: Text) -> Text:
+    line = Text()
+    line.append(guides, _GUIDE)
+    line.append_text(label)
+    return line
+
+
+class RichProgress:
+    """The progress bar on stderr: bytes read of the total, rate (MB/s) and time left;
+    started at the first report, kept on screen when done. While it shows, what is printed
+    to ``sys.stdout`` goes above it (rich's stdout redirection)."""
+
+    def __init__(self, console: Console) -> None:
+        self._progress = Progress(
+            TextColumn("reading"),
+            BarColumn(),
+            TaskProgressColumn(),
+            DownloadColumn(),
+            TransferSpeedColumn(),
+            TimeRemainingColumn(),
+            console=console,
+        )
+        self._task: TaskID | None = None
+
+    @property
+    def shown(self) -> bool:
+        return self._task is not None
+
+    def __call__(self, done: int, total: int) -> None:
+        if self._task is None:
+            self._progress.start()
+            self._task = self._progress.add_task("reading", total=total or None)
+        self._progress.update(self._task, completed=done)
+
+    def finish(self) -> None:
+        if self._task is not None:
+            self._progress.stop()
