@@ -486,7 +486,8 @@ def _screen(args: argparse.Namespace, out: TextIO, redact: Redactor) -> Screen |
         return None
     from agentshark.output import term  # rich is imported only when it draws
 
-    return term.RichScreen(term.console(None if out is sys.stdout else out), redact)
+    batch = args.command in ("analyze", "show")  # drawn once the input is read
+    return term.RichScreen(term.console(None if out is sys.stdout else out), redact, batch=batch)
 
 
 def _progress(color: str) -> _Progress | RichProgress:

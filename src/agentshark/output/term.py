@@ -31,6 +31,7 @@ is recognized, thousands of them on a large capture.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from typing import TextIO
 
@@ -46,6 +47,8 @@ from rich.progress import (
     TimeRemainingColumn,
     TransferSpeedColumn,
 )
+from rich.segment import Segment, Segments
+from rich.style import Style
 from rich.text import Text
 
 from agentshark.output.redact import Redactor
@@ -71,14 +74,16 @@ STYLES: dict[Tone, str] = {
     "label": "cyan",
     "name": "magenta",
 }
-_GUIDE = "dim"
+_STYLE = {tone: Style.parse(style) for tone, style in STYLES.items()}
+_GUIDE = Style.parse("dim")
 
 
 def console(file: TextIO | None = None, *, stderr: bool = False) -> Console:
     """A console that draws colour (the caller decided it should), reads no markup, emoji
     codes or highlights into text. ``file`` None follows ``sys.stdout`` (or ``sys.stderr``)
-    as it is at each write, so that a progress bar can redirect it."""
-    return Console(
+    as it is at each write, so that a progress bar can redirect it. Its size is the
+    terminal's when made (rich would ask the OS at each print)."""
+    made = Console(
         file=file,
         stderr=stderr,
         force_terminal=True,
@@ -87,6 +92,8 @@ def console(file: TextIO | None = None, *, stderr: bool = False) -> Console:
         emoji=False,
         highlight=False,
     )
+    made.size = made.size
+    return made
 
 
 def fit(table: Table, total: int, *, wide: bool) -> list[int]:
@@ -118,14 +125,20 @@ def fit(table: Table, total: int, *, wide: bool) -> list[int]:
 class RichScreen:
     """A :class:`~agentshark.output.screen.Screen` drawn with ``rich`` on ``console``."""
 
-    def __init__(self, console: Console, redactor: Redactor) -> None:
+    def __init__(self, console: Console, redactor: Redactor, *, batch: bool = False) -> None:
+        """``batch``: hold what is drawn until :meth:`flush` (or a few thousand pieces), for
+        views that draw once at the end (``analyze``, ``show``); else each row and line goes
+        out as it comes, as the input is read."""
         self._console = console
         self._redactor = redactor
+        self._batch = batch
+        self._held: list[Segment] = []
         self._widths: dict[tuple[int, bool], list[int]] = {}
+        self._width = console.width  # the terminal's at the start (rich asks the OS each time)
 
     @property
     def width(self) -> int | None:
-        return self._console.width
+        return self._width
 
     # --- redaction: the plain form's text, checked as the plain form's line stream does ---
 
@@ -149,20 +162,54 @@ class RichScreen:
             text.append(part, STYLES[tone] if tone else None)
         return text
 
+    def _wrapped(self, line: Line, prefix: str = "", continuation: str = "") -> list[Segment]:
+        """``line`` after the guides ``prefix``, as segments: as it is when it fits the
+        terminal, else word-wrapped (long words folded) with ``continuation`` before each
+        further line."""
+        width = self._width
+        if _cells(prefix) + sum(_cells(t) for t, _ in line) <= width:
+            out = [Segment(prefix, _GUIDE)] if prefix else []
+            out += [Segment(t, _STYLE[tone] if tone else None) for t, tone in line if t]
+            return out
+        out = []
+        room = max(width - cell_len(continuation), 20)
+        for n, piece in enumerate(self._text(line).wrap(self._console, room, overflow="fold")):
+            if n:
+                out.append(Segment.line())
+            guides = continuation if n else prefix
+            if guides:
+                out.append(Segment(guides, _GUIDE))
+            out += piece.render(self._console)
+        return out
+
+    def _print(self, lines: Sequence[list[Segment]]) -> None:
+        held = self._held
+        for n, segments in enumerate(lines):
+            if n:
+                held.append(Segment.line())
+            held += segments
+        held.append(Segment.line())  # a renderable ends its own lines
+        if not self._batch or len(held) > 4096:
+            self._release()
+
+    def _release(self) -> None:
+        if self._held:
+            self._console.print(Segments(self._held), soft_wrap=True)
+            self._held = []
+
     def line(self, *segs: Seg) -> None:
         (safe,) = self._safe([segs])
-        self._console.print(self._text(safe), overflow="fold")
+        self._print([self._wrapped(safe)])
 
     def lines(self, lines: Sequence[Line]) -> None:
-        texts = [self._text(line) for line in self._safe(lines)]
-        self._console.print(Text("\n").join(texts), overflow="fold")
+        self._print([self._wrapped(line) for line in self._safe(lines)])
 
     # --- tables ----------------------------------------------------------------------------
 
     def _fitted(self, table: Table, wide: bool) -> list[int]:
         key = (id(table), wide)
         if key not in self._widths:
-            self._widths[key] = fit(table, self._console.width, wide=wide)
+            self._widths[key] = fit(table, self._width, wide=wide)
         return self._widths[key]
 
     def header(self, table: Table, *, wide: bool) -> None:
@@ -176,58 +223,67 @@ class RichScreen:
             if redacted != joined:
                 texts = [self._redactor.text(t) for t in texts]
                 if row_text(table, texts) != redacted:  # a secret across cells: one line
-                    self._console.print(Text(redacted), soft_wrap=True)
+                    self._print([[Segment(redacted)]])
                     return
         tones = [tone for _, tone in cells]
         self._draw(table, list(zip(texts, tones, strict=True)), wide=wide)
 
     def _draw(self, table: Table, cells: Sequence[Seg], *, wide: bool) -> None:
+        """One row: each cell as it is when it fits its column, else wrapped within it;
+        the row as tall as its tallest cell."""
         widths = self._fitted(table, wide)
-        columns: list[list[Text]] = []
+        columns: list[list[tuple[list[Segment], int]]] = []
         for (text, tone), width in zip(cells, widths, strict=True):
-            cell = Text(text, STYLES[tone] if tone else "")
-            if cell_len(text) <= width:
-                columns.append([cell])
-            else:
-                columns.append(list(cell.wrap(self._console, width, overflow="fold")))
+            style = _STYLE[tone] if tone else None
+            size = _cells(text)
+            if size <= width:
+                columns.append([([Segment(text, style)], size)])
+                continue
+            if text.isascii():  # a cell is one style: textwrap wraps as rich does, faster
+                folded = textwrap.wrap(text, width, break_on_hyphens=False) or [""]
+                columns.append([([Segment(piece, style)], len(piece)) for piece in folded])
+                continue
+            wrapped = Text(text, style or "").wrap(self._console, width, overflow="fold")
+            columns.append(
+                [(list(piece.render(self._console)), piece.cell_len) for piece in wrapped]
+            )
         height = max(len(c) for c in columns)
-        rows: list[Text] = []
-        last = len(columns) - 1
+        lines: list[list[Segment]] = []
         for j in range(height):
-            row = Text()
-            for i, (pieces, width) in enumerate(zip(columns, widths, strict=True)):
-                piece = pieces[j] if j < len(pieces) else Text()
-                row.append_text(piece)
-                if i < last:
-                    row.append(" " * (width - piece.cell_len + 1))
-            row.rstrip()
-            rows.append(row)
-        self._console.print(Text("\n").join(rows), soft_wrap=True)
+            line: list[Segment] = []
+            for pieces, width in zip(columns, widths, strict=True):
+                segments, size = pieces[j] if j < len(pieces) else ([], 0)
+                line += segments
+                line.append(Segment(" " * (width - size + 1)))
+            lines.append(_rstrip(line))
+        self._print(lines)
 
     # --- trees -----------------------------------------------------------------------------
 
     def tree(self, root: Node) -> None:
-        width = self._console.width
-        out: list[Text] = []
+        lines = []
         for prefix, continuation, label in tree_lines(root):
             (safe,) = self._safe([label])
-            text = self._text(safe)
-            if cell_len(prefix) + text.cell_len <= width:
-                out.append(_guided(prefix, text))
-                continue
-            room = max(width - cell_len(continuation), 20)
-            for n, piece in enumerate(text.wrap(self._console, room, overflow="fold")):
-                out.append(_guided(continuation if n else prefix, piece))
-        self._console.print(Text("\n").join(out), soft_wrap=True)
+            lines.append(self._wrapped(safe, prefix, continuation))
+        self._print(lines)
 
     def flush(self) -> None:
+        self._release()
         self._console.file.flush()
 
 
-def _guided(guides: str, label: Text) -> Text:
-    line = Text()
-    line.append(guides, _GUIDE)
-    line.append_text(label)
+def _cells(text: str) -> int:
+    """Terminal cells ``text`` takes (one a character in ASCII, found fast)."""
+    return len(text) if text.isascii() else cell_len(text)
+
+
+def _rstrip(line: list[Segment]) -> list[Segment]:
+    """``line`` without its trailing spaces (as the plain form's rows)."""
+    while line and not line[-1].text.rstrip(" "):
+        line.pop()
+    if line and line[-1].text.endswith(" "):
+        last = line.pop()
+        line.append(Segment(last.text.rstrip(" "), last.style))
     return line
 
 
