@@ -78,12 +78,22 @@ _STYLE = {tone: Style.parse(style) for tone, style in STYLES.items()}
 _GUIDE = Style.parse("dim")
 
 
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        """A reader that stopped (``| head``) ends the run as it does the plain form's (the
+        CLI's BrokenPipeError, exit 0), not with rich's exit status 1."""
+        try:
+            super().on_broken_pipe()  # quiet from now on, stdout onto /dev/null
+        except SystemExit:
+            raise BrokenPipeError from None
+
+
 def console(file: TextIO | None = None, *, stderr: bool = False) -> Console:
     """A console that draws colour (the caller decided it should), reads no markup, emoji
     codes or highlights into text. ``file`` None follows ``sys.stdout`` (or ``sys.stderr``)
     as it is at each write, so that a progress bar can redirect it. Its size is the
     terminal's when made (rich would ask the OS at each print)."""
-    made = Console(
+    made = _Console(
         file=file,
         stderr=stderr,
         force_terminal=True,
