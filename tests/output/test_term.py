@@ -66,10 +66,17 @@ class _Recording(RichScreen):
         super().__init__(console, redactor(True))
         self.drawn: list[tuple[Table, list[Seg], bool, str]] = []
 
+    def widths(self, table: Table, wide: bool) -> list[int]:
+        return self._fitted(table, wide)
+
     def row(self, table: Table, cells: list[Seg], *, wide: bool) -> None:  # type: ignore[override]
         self._console.export_text(clear=True)
         super().row(table, cells, wide=wide)
-        self.drawn.append((table, list(cells), wide, self._console.export_text(clear=False)))
+        drawn = self._console.export_text(clear=False)
+        if not self.drawn:  # the header is drawn with the first row, on one line
+            heading, drawn = drawn.split("\n", 1)
+            assert heading.split() == [c.name for c in table.columns]
+        self.drawn.append((table, list(cells), wide, drawn))
 
 
 def _table_view(path: str, screen: object, *, calls: bool, wide: bool, out: io.StringIO) -> None:
@@ -106,7 +113,7 @@ def test_tables_fit_the_terminal_and_cut_nothing(
     _table_view(path, screen, calls=calls, wide=wide, out=io.StringIO())
     assert len(screen.drawn) > 3
     for table, cells, wide_, drawn in screen.drawn:
-        widths = fit(table, width, wide=wide_)
+        widths = screen.widths(table, wide_)
         lines = drawn.rstrip("\n").split("\n")
         assert all(cell_len(ln) <= width for ln in lines), drawn
         want = cells_text(table, cells, redactor(True), wide=wide_)
@@ -117,6 +124,20 @@ def test_tables_fit_the_terminal_and_cut_nothing(
             start += w + 1
         if wide_:
             assert "…" not in drawn or any("…" in c for c, _ in cells)
+
+
+def test_columns_are_sized_by_the_first_row_and_the_terminal() -> None:
+    table = text.TABLE
+    row = ["19:56:45.819", "c1", "POST", "http://127.0.0.1:18600/v1/chat/completions", "200"]
+    row += ["application/json", "799", "1307", "1.6", "yes"]
+    assert fit(table, 400, wide=False, sample=row) == [c.width for c in table.columns]
+    at_130 = fit(table, 130, wide=False, sample=row)
+    assert sum(at_130) + 9 <= 130 and at_130[3] == 44  # URL whole, others give way
+    assert all(w >= len(c.name) for w, c in zip(at_130, table.columns, strict=True))
+    at_80 = fit(table, 80, wide=False, sample=row)
+    assert sum(at_80) + 9 <= 80 and at_80[0] == 12  # TIME is never narrowed
+    wide = fit(table, 200, wide=True, sample=row)
+    assert sum(wide) + 9 == 200 and wide[3] > 44  # --wide: the spare width to URL
 
 
 def test_a_wide_enough_terminal_shows_the_plain_text_exactly() -> None:

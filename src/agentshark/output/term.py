@@ -106,22 +106,39 @@ def console(file: TextIO | None = None, *, stderr: bool = False) -> Console:
     return made
 
 
-def fit(table: Table, total: int, *, wide: bool) -> list[int]:
-    """Column widths for a terminal ``total`` cells wide: the plain widths, the widest
-    narrowed first (a ``grow`` column counts half its width: it keeps about twice the others';
-    never a ``keep`` column, never under its heading) until the row fits; with ``wide``, the
-    spare width shared by the ``grow`` columns."""
+def fit(table: Table, total: int, *, wide: bool, sample: Sequence[str] | None = None) -> list[int]:
+    """Column widths for a terminal ``total`` cells wide. From the plain widths, or, given
+    the ``sample`` of a first row, from what its cells take (never under a heading, never
+    over the plain width; ``keep`` columns keep theirs): spare width goes back to the
+    ``grow`` columns, then a cell at a time to the others, up to their plain widths (with
+    ``wide``, the rest to the ``grow`` columns); a row too wide narrows the widest column
+    first (a ``grow`` column counts half its width, so it keeps about twice the others';
+    never a ``keep`` column, never under its heading) until it fits."""
     columns = table.columns
+    floor = [max(len(c.name), 3) for c in columns]
     widths = [c.width for c in columns]
+    if sample is not None:
+        widths = [
+            c.width if c.keep else max(floor[i], min(c.width, _cells(text)))
+            for i, (c, text) in enumerate(zip(columns, sample, strict=True))
+        ]
     spare = total - (len(columns) - 1) - sum(widths)
     growing = [i for i, c in enumerate(columns) if c.grow]
+    for i in growing:
+        back = max(min(spare, columns[i].width - widths[i]), 0)
+        widths[i] += back
+        spare -= back
+    others = [i for i in range(len(columns)) if i not in growing]
+    while spare > 0 and (short := [i for i in others if widths[i] < columns[i].width]):
+        for i in short[:spare]:  # one cell each in turn
+            widths[i] += 1
+            spare -= 1
     if spare > 0 and wide and growing:
         share, rest = divmod(spare, len(growing))
         for n, i in enumerate(growing):
             widths[i] += share + (1 if n < rest else 0)
         return widths
     narrow = [i for i, c in enumerate(columns) if not c.keep]
-    floor = [max(len(c.name), 3) for c in columns]
     while spare < 0:
         room = [i for i in narrow if widths[i] > floor[i]]
         if not room:
@@ -143,6 +160,7 @@ class RichScreen:
         self._redactor = redactor
         self._batch = batch
         self._held: list[Segment] = []
+        self._header: tuple[Table, bool] | None = None  # to draw with the first row
         self._widths: dict[tuple[int, bool], list[int]] = {}
         self._width = console.width  # the terminal's at the start (rich asks the OS each time)
 
@@ -216,14 +234,22 @@ class RichScreen:
 
     # --- tables ----------------------------------------------------------------------------
 
-    def _fitted(self, table: Table, wide: bool) -> list[int]:
+    def _fitted(self, table: Table, wide: bool, sample: Sequence[str] | None = None) -> list[int]:
         key = (id(table), wide)
         if key not in self._widths:
-            self._widths[key] = fit(table, self._width, wide=wide)
+            self._widths[key] = fit(table, self._width, wide=wide, sample=sample)
         return self._widths[key]
 
     def header(self, table: Table, *, wide: bool) -> None:
-        self._draw(table, [(c.name, "head") for c in table.columns], wide=wide)
+        """Drawn with the first row, whose cells size the columns."""
+        self._header = (table, wide)
+
+    def _draw_header(self, sample: Sequence[str] | None) -> None:
+        if self._header is not None:
+            table, wide = self._header
+            self._header = None
+            self._fitted(table, wide, sample)
+            self._draw(table, [(c.name, "head") for c in table.columns], wide=wide)
 
     def row(self, table: Table, cells: Sequence[Seg], *, wide: bool) -> None:
         texts = cells_text(table, cells, self._redactor, wide=wide)
@@ -233,8 +259,10 @@ class RichScreen:
             if redacted != joined:
                 texts = [self._redactor.text(t) for t in texts]
                 if row_text(table, texts) != redacted:  # a secret across cells: one line
+                    self._draw_header(None)
                     self._print([[Segment(redacted)]])
                     return
+        self._draw_header(texts)
         tones = [tone for _, tone in cells]
         self._draw(table, list(zip(texts, tones, strict=True)), wide=wide)
 
@@ -278,6 +306,7 @@ class RichScreen:
         self._print(lines)
 
     def flush(self) -> None:
+        self._draw_header(None)
         self._release()
         self._console.file.flush()
 
