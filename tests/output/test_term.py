@@ -334,3 +334,23 @@ def test_on_a_real_terminal() -> None:
 def test_table_columns_name_every_view_column() -> None:
     assert [c.name for c in calls_text.TABLE.columns][:2] == ["TIME", "ID"]
     assert [c.name for c in text.TABLE.columns][-1] == "COMPLETE"
+
+
+def test_a_secret_split_across_styles_is_redacted_as_the_plain_line_is() -> None:
+    """A labelled value whose label and value are in different segments: the plain form's
+    line stream redacts the whole line, so the rich form draws that line (unstyled)."""
+    secret = "Zq7Kp2Lm9Xw4Rt8Vb3Nc"
+    line = (("  password: ", "label"), (secret, "name"))
+    console = _console(200)
+    RichScreen(console, redactor(True)).line(*line)
+    plain = io.StringIO()
+    from agentshark.output.screen import PlainScreen
+
+    PlainScreen(plain, redactor(True)).line(*line)
+    shown = console.export_text(styles=True)
+    assert secret not in shown and secret in "".join(t for t, _ in line)
+    assert SGR.sub("", shown) == plain.getvalue() and "[REDACTED" in shown
+    console = _console(200)
+    RichScreen(console, redactor(False)).line(*line)  # --no-redact: shown, styled
+    assert secret in console.export_text(clear=False)
+    assert "\x1b[35m" in console.export_text(styles=True)
