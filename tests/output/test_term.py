@@ -24,7 +24,7 @@ from agentshark.output.calls_text import CallsTextWriter
 from agentshark.output.census import Census
 from agentshark.output.redact import redactor
 from agentshark.output.report import RenderOptions
-from agentshark.output.screen import Seg, Table, cells_text, use_color
+from agentshark.output.screen import Line, PlainScreen, Seg, Table, cells_text, use_color
 from agentshark.output.show import render_call
 from agentshark.output.term import STYLES, RichProgress, RichScreen, fit
 from agentshark.output.text import TextWriter
@@ -340,12 +340,10 @@ def test_a_secret_split_across_styles_is_redacted_as_the_plain_line_is() -> None
     """A labelled value whose label and value are in different segments: the plain form's
     line stream redacts the whole line, so the rich form draws that line (unstyled)."""
     secret = "Zq7Kp2Lm9Xw4Rt8Vb3Nc"
-    line = (("  password: ", "label"), (secret, "name"))
+    line: Line = (("  password: ", "label"), (secret, "name"))
     console = _console(200)
     RichScreen(console, redactor(True)).line(*line)
     plain = io.StringIO()
-    from agentshark.output.screen import PlainScreen
-
     PlainScreen(plain, redactor(True)).line(*line)
     shown = console.export_text(styles=True)
     assert secret not in shown and secret in "".join(t for t, _ in line)
