@@ -18,7 +18,7 @@ import textwrap
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import orjson
 
@@ -34,11 +34,15 @@ from agentshark.output.census import Census
 from agentshark.output.jsonreport import JsonReportWriter
 from agentshark.output.redact import Redactor, redactor
 from agentshark.output.report import RenderOptions, call_json
+from agentshark.output.screen import COLOR_CHOICES, Screen, use_color
 from agentshark.output.show import render_call
 from agentshark.output.text import TextWriter
 from agentshark.output.trace_text import TraceTextWriter
 from agentshark.pipeline import Item, Options, SourceReport, run
 from agentshark.trace.collect import Analysis
+
+if TYPE_CHECKING:
+    from agentshark.output.term import RichProgress
 
 PROGRESS_MIN_BYTES = 32 << 20
 
@@ -111,6 +115,13 @@ def _add_input_options(cmd: argparse.ArgumentParser) -> None:
         "--no-progress",
         action="store_true",
         help="never show a progress bar (it shows on a terminal for inputs of 32 MB or more)",
+    )
+    cmd.add_argument(
+        "--color",
+        choices=COLOR_CHOICES,
+        default="auto",
+        help="colour, tables fitted to the terminal and trees (auto: on a terminal, unless "
+        "NO_COLOR is set; FORCE_COLOR forces it); never: the plain text, as piped",
     )
 
 
@@ -431,6 +442,7 @@ def _show(args: argparse.Namespace, census: Census) -> int:
                 out,
                 redact=not args.no_redact,
                 exchange_diagnostics=reading.unfinished.get(call.exchange_id, []),
+                screen=_screen(args, out, redactor(not args.no_redact)),
             )
         out.flush()
     except BrokenPipeError:
@@ -448,7 +460,7 @@ def _report(args: argparse.Namespace, census: Census, *, calls: bool) -> int:
     total = sum(Path(f).stat().st_size for f in args.files if f != "-" and Path(f).is_file())
     progress = None
     if not args.no_progress and sys.stderr.isatty() and total >= PROGRESS_MIN_BYTES:
-        progress = _Progress(sys.stderr)
+        progress = _progress(args.color)
     options = Options(max_body=args.max_body, progress=progress, keylogs=args.keylog, calls=calls)
     wanted = tuple(getattr(args, "api", ()))
     failed = 0
@@ -482,7 +494,8 @@ def _report(args: argparse.Namespace, census: Census, *, calls: bool) -> int:
                     sources.append(item)
             analysis.finish()
             text = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115, PTH123
-            trace_writer = TraceTextWriter(text, redact=render.redact)
+            screen = _screen(args, text, render.redactor)
+            trace_writer = TraceTextWriter(text, redact=render.redact, screen=screen)
             trace_writer.wide = args.wide
             trace_writer.write(
                 analysis.traces,
@@ -495,8 +508,9 @@ def _report(args: argparse.Namespace, census: Census, *, calls: bool) -> int:
             text.flush()
         else:
             text = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115, PTH123
+            screen = _screen(args, text, render.redactor)
             twriter: TextWriter | CallsTextWriter = (
-                CallsTextWriter(text, render) if calls else TextWriter(text, render)
+                CallsTextWriter(text, render, screen) if calls else TextWriter(text, render, screen)
             )
             twriter.wide = _wide(args, text)
             for item in items:
@@ -512,6 +526,26 @@ def _report(args: argparse.Namespace, census: Census, *, calls: bool) -> int:
         if out_file is not None:
             out_file.close()
     return 1 if failed else 0
+
+
+def _screen(args: argparse.Namespace, out: TextIO, redact: Redactor) -> Screen | None:
+    """The rich form when ``--color`` (and NO_COLOR, FORCE_COLOR, the terminal) says so;
+    None: the plain text."""
+    if not use_color(args.color, out, os.environ):
+        return None
+    from agentshark.output import term  # rich is imported only when it draws
+
+    batch = args.command in ("analyze", "show")  # drawn once the input is read
+    return term.RichScreen(term.console(None if out is sys.stdout else out), redact, batch=batch)
+
+
+def _progress(color: str) -> _Progress | RichProgress:
+    """The progress bar on stderr: rich's (with its ETA) when colour is on there."""
+    if not use_color(color, sys.stderr, os.environ):
+        return _Progress(sys.stderr)
+    from agentshark.output import term
+
+    return term.RichProgress(term.console(stderr=True))
 
 
 def _wide(args: argparse.Namespace, out: TextIO) -> bool:

@@ -176,6 +176,24 @@ def test_no_command_or_format_shows_a_planted_secret(
     assert not found, sorted(set(found))
 
 
+@pytest.mark.parametrize("name", sorted(INPUTS))
+def test_the_colour_form_shows_no_planted_secret(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """The rich form (--color always) of every command: its text, colours taken out and
+    lines not wrapped (a very wide terminal), holds no secret either."""
+    monkeypatch.setenv("COLUMNS", "20000")
+    found: list[str] = []
+    coloured = 0
+    for out in runs(capsys, INPUTS[name], "--color", "always"):
+        coloured += "\x1b[" in out
+        found += leaks(re.sub(r"\x1b\[[0-9;]*m", "", out))
+    assert coloured >= len(COMMANDS) + 1  # the text formats are drawn with colour
+    assert not found, sorted(set(found))
+    _, raw = cli(capsys, "analyze", *INPUTS[name], "--no-redact", "--color", "always")
+    assert leaks(re.sub(r"\x1b\[[0-9;]*m", "", raw))  # unredacted, the same check finds them
+
+
 def test_no_redact_shows_every_planted_secret(capsys: pytest.CaptureFixture[str]) -> None:
     seen: set[str] = set()
     for inputs in INPUTS.values():

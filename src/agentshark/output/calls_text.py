@@ -5,9 +5,11 @@ ID is what ``agentshark show --call`` takes. COMPLETE says whether the whole cal
 (``ERROR 404 ...`` for an HTTP or API error, ``JSON-RPC ERROR -32601 ...`` for a JSON-RPC
 error answer, ``TOOL ERROR ...`` for an MCP tool result with ``isError``). A call that is not
 complete is followed by the reasons: its diagnostics, else those of its exchange. Cells are
-cut to their width only when ``wide`` is off. After the last input, a summary line: the
-number of calls, or "0 calls" and why, and the exchanges of API families recognized but not
-parsed yet.
+cut to their width only when ``wide`` is off (never ID). After the last input, a summary
+line: the number of calls, or "0 calls" and why, and the exchanges of API families recognized
+but not parsed yet. The view builds its rows and lines once; a
+:class:`~agentshark.output.screen.Screen` draws them, plain or with ``rich``: COMPLETE green or
+yellow, errors red, reasons by severity.
 """
 
 from __future__ import annotations
@@ -27,60 +29,44 @@ from agentshark.errors import Diagnostic
 from agentshark.model import Exchange
 from agentshark.output.census import Census, plural, reasons
 from agentshark.output.report import RenderOptions
+from agentshark.output.screen import Column, PlainScreen, Screen, Table, Tone, severity_tone
 from agentshark.pipeline import Item, SourceReport
 
-_COLUMNS = (
-    ("TIME", 12),
-    ("ID", 7),
-    ("API", 30),
-    ("PROVIDER", 10),
-    ("MODEL", 22),
-    ("STREAM", 6),
-    ("COMPLETE", 8),
-    ("FINISH", 12),
-    ("TOKENS", 11),
-    ("OUTPUT", 60),
+TABLE = Table(
+    columns=(
+        Column(name="TIME", width=12, keep=True),
+        Column(name="ID", width=7, keep=True),
+        Column(name="API", width=30),
+        Column(name="PROVIDER", width=10),
+        Column(name="MODEL", width=22),
+        Column(name="STREAM", width=6),
+        Column(name="COMPLETE", width=8),
+        Column(name="FINISH", width=12),
+        Column(name="TOKENS", width=11),
+        Column(name="OUTPUT", width=60, grow=True),
+    ),
+    squash=True,
 )
 
 
 _MARGIN = 2048  # text redacted past a preview's cut, so a secret across it is still found
 
 
-def _clip(text: str, width: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
 class CallsTextWriter:
     wide = False  # never cut a cell (set by the CLI)
 
-    def __init__(self, out: TextIO, opts: RenderOptions) -> None:
-        self._out = opts.redactor.stream(out)  # every line redacted, whatever writes it
+    def __init__(self, out: TextIO, opts: RenderOptions, screen: Screen | None = None) -> None:
+        self._screen = screen if screen is not None else PlainScreen(out, opts.redactor)
         self._redact = opts.redactor.text
         self._opts = opts
         self._header_done = False
         self._calls = 0
         self._unfinished: dict[str, list[Diagnostic]] = {}  # incomplete exchanges' reasons
 
-    def _line(self, cells: list[str]) -> None:
-        # Redacted before the cut: a cut secret no longer has the shape that finds it.
-        parts = [
-            _clip(self._redact(c), w).ljust(w) for c, (_, w) in zip(cells, _COLUMNS, strict=True)
-        ]
-        self._out.write(" ".join(parts).rstrip() + "\n")
-
-    def _row(self, cells: list[str]) -> None:
-        """A table line: cells cut to their column (:meth:`_line`), or whole when wide."""
-        if not self.wide:
-            return self._line(cells)
-        parts = [" ".join(c.split()).ljust(w) for c, (_, w) in zip(cells, _COLUMNS, strict=True)]
-        self._out.write(" ".join(parts).rstrip() + "\n")
-        return None
-
     def write(self, item: Item) -> None:
         if isinstance(item, Call):
             if not self._header_done:
-                self._row([name for name, _ in _COLUMNS])
+                self._screen.header(TABLE, wide=self.wide)
                 self._header_done = True
             self._calls += 1
             self._call(item)
@@ -91,9 +77,11 @@ class CallsTextWriter:
             if item.format == "keylog":
                 return
             exchanges = plural(item.exchanges, "exchange")
-            self._out.write(f"\n{item.path}: {item.format}, {exchanges}\n")
+            self._screen.line()
+            self._screen.line((f"{item.path}: ", "head"), (f"{item.format}, {exchanges}", None))
             for d in item.diagnostics:
-                self._out.write(f"  ! {d.code}: {d.message}\n")
+                tone = severity_tone(d.severity)
+                self._screen.line(("  ", None), (f"! {d.code}: {d.message}", tone))
 
     def _call(self, call: Call) -> None:
         started = call.timing.started
@@ -105,19 +93,24 @@ class CallsTextWriter:
         usage = call.usage
         tokens = f"{_n(usage.input_tokens)}/{_n(usage.output_tokens)}" if usage is not None else "-"
         model = call.response_model or call.request_model or "-"
-        self._row(
+        summary = self._summary(call)
+        failed = call.error is not None or summary.startswith("TOOL ERROR")
+        api = call.api if call.operation in (None, "chat") else f"{call.api} {call.operation}"
+        self._screen.row(
+            TABLE,
             [
-                when,
-                call.id,
-                call.api if call.operation in (None, "chat") else f"{call.api} {call.operation}",
-                call.provider or "-",
-                model,
-                "yes" if call.stream else "no",
-                "yes" if call.complete else "NO",
-                ",".join(call.finish_reasons) or "-",
-                tokens,
-                self._summary(call),
-            ]
+                (when, "dim"),
+                (call.id, "label"),
+                (api, None),
+                (call.provider or "-", "dim"),
+                (model, "name"),
+                ("yes" if call.stream else "no", None),
+                ("yes", "ok") if call.complete else ("NO", "incomplete"),
+                (",".join(call.finish_reasons) or "-", None),
+                (tokens, None),
+                (summary, "error" if failed else None),
+            ],
+            wide=self.wide,
         )
         if not call.complete:
             self._reasons(call)
@@ -149,28 +142,38 @@ class CallsTextWriter:
         why = reasons([*self._unfinished.get(call.exchange_id, []), *call.diagnostics])
         for d in why:
             where = f" ({d.location})" if d.location else ""
-            self._out.write(f"    ! {d.code}: {d.message}{where}\n")
+            tone: Tone = "error" if d.severity == "error" else "incomplete"
+            self._screen.line(("    ", None), (f"! {d.code}: {d.message}{where}", tone))
         if not why:
-            self._out.write(
-                f"    ! incomplete: its exchange {call.exchange_id} did not end in the capture "
-                "(see `agentshark exchanges`)\n"
+            self._screen.line(
+                ("    ", None),
+                (
+                    f"! incomplete: its exchange {call.exchange_id} did not end in the capture "
+                    "(see `agentshark exchanges`)",
+                    "incomplete",
+                ),
             )
         self._unfinished.pop(call.exchange_id, None)
 
     def finish(self, census: Census, apis: tuple[str, ...] = ()) -> None:
         """After the last item: how many calls, or why none; the unparsed families."""
-        w = self._out.write
+        line = self._screen.line
+        line()
         if self._calls:
-            w(f"\n{plural(self._calls, 'call')}\n")
+            line((plural(self._calls, "call"), "head"))
         else:
-            w(f"\n0 calls: {census.why_no_calls(apis)}\n")
-        for line in census.not_parsed_lines():
-            w(f"  {line}\n")
+            line((f"0 calls: {census.why_no_calls(apis)}", "incomplete"))
+        for text in census.not_parsed_lines():
+            line((f"  {text}", "incomplete"))
         if self._calls:
-            w(
-                "COMPLETE: yes when the whole call was seen (its response ended); it says "
-                "nothing of success, see OUTPUT\n"
+            line(
+                (
+                    "COMPLETE: yes when the whole call was seen (its response ended); it says "
+                    "nothing of success, see OUTPUT",
+                    "dim",
+                )
             )
+        self._screen.flush()
 
 
 def error_text(call: Call) -> str:

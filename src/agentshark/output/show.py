@@ -9,13 +9,14 @@ Credentials are redacted as report bodies are, by the one
 :class:`~agentshark.output.redact.Redactor`: over every string shown before it is cut or
 wrapped (text, reasoning, tool arguments and results as JSON text, ids, URIs), and over every
 line written. Layout is :mod:`textwrap`; control characters are escaped so captured text cannot
-drive the terminal.
+drive the terminal. The lines are built once, with tones (errors red, incomplete yellow, labels
+and secondary facts set apart), and drawn by a :class:`~agentshark.output.screen.Screen`:
+plain, or with ``rich`` at the terminal's width.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import textwrap
 import time
 from collections.abc import Iterator, Sequence
@@ -39,6 +40,7 @@ from agentshark.apis.model import (
 )
 from agentshark.errors import Diagnostic
 from agentshark.output.redact import REDACTION, redactor
+from agentshark.output.screen import Line, PlainScreen, Screen, Tone, neutralize, severity_tone
 
 CATEGORIES = (
     "system",
@@ -60,7 +62,6 @@ _USER_KINDS = (TextPart, BlobPart, UriPart, FilePart)
 _MIN_WIDTH = 40
 _REDACT_MARGIN = 1024  # text redacted past the cut, so a secret across it is still found
 _LONG_DETAIL = 200  # provider_details strings longer than this (signatures...) are sized
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -135,25 +136,30 @@ def render_call(
     width: int = 100,
     max_text: int = 2000,
     exchange_diagnostics: Sequence[Diagnostic] = (),
+    screen: Screen | None = None,
 ) -> None:
-    """Write ``call`` to ``out``: header, system instructions, input and output messages
-    with numbered parts, then the parts by category. Strings longer than ``max_text``
-    characters are cut with a note of how much is left out. An incomplete call says why:
-    its diagnostics, then ``exchange_diagnostics`` (those of the exchange it came from)."""
+    """Write ``call`` to ``out`` (or draw it on ``screen``, at its width when it has one):
+    header, system instructions, input and output messages with numbered parts, then the
+    parts by category. Strings longer than ``max_text`` characters are cut with a note of how
+    much is left out. An incomplete call says why: its diagnostics, then
+    ``exchange_diagnostics`` (those of the exchange it came from)."""
+    if screen is None:
+        screen = PlainScreen(out, redactor(redact))
+    width = screen.width or width
     view = _View(redact=redact, width=max(width, _MIN_WIDTH), max_text=max(max_text, 0))
-    out = redactor(redact).stream(out)
     lines = [
         *_header(call, view, exchange_diagnostics),
-        "",
+        (),
         *_system_section(call, view),
-        "",
+        (),
         *_messages_section("input messages", call.input_messages, view, output=False),
-        "",
+        (),
         *_messages_section("output messages", call.output_messages, view, output=True),
-        "",
+        (),
         *_category_section(call, view),
     ]
-    out.write("\n".join(lines) + "\n")
+    screen.lines(lines)
+    screen.flush()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -171,25 +177,36 @@ class _View:
         if len(head) > self.max_text:
             hidden += len(head) - self.max_text
             head = head[: self.max_text]
-        return _sanitize(head), hidden
+        return neutralize(head), hidden
 
-    def block(self, prefix: str, text: str, indent: int) -> list[str]:
-        """``prefix`` + ``text`` wrapped, continuation lines at ``indent``; line breaks of
-        the text are kept, a cut ends with a "… (N more chars)" line."""
+    def block(
+        self, prefix: str, text: str, indent: int, tone: Tone | None = None, label: Tone = "label"
+    ) -> list[Line]:
+        """``prefix`` (in the ``label`` tone) + ``text`` (in ``tone``) wrapped, continuation
+        lines at ``indent``; line breaks of the text are kept, a cut ends with a
+        "… (N more chars)" line."""
         shown, hidden = self.clip(text) if text else ("(empty)", 0)
         rest = " " * indent
-        lines: list[str] = []
+        lines: list[Line] = []
         for n, paragraph in enumerate(shown.split("\n")):
             first = prefix if n == 0 else rest
-            lines += textwrap.wrap(
+            wrapped = textwrap.wrap(
                 paragraph,
                 width=max(self.width, len(first) + 20),
                 initial_indent=first,
                 subsequent_indent=rest,
                 break_on_hyphens=False,
             ) or [first.rstrip()]
+            for k, piece in enumerate(wrapped):
+                if n == 0 and k == 0:
+                    head, tail = (
+                        (prefix, piece[len(prefix) :]) if piece.startswith(prefix) else (piece, "")
+                    )
+                    lines.append(((head, label), (tail, tone)))
+                else:
+                    lines.append(((piece, tone),))
         if hidden:
-            lines.append(f"{rest}… ({hidden} more char{'' if hidden == 1 else 's'})")
+            lines.append(((f"{rest}… ({hidden} more char{'' if hidden == 1 else 's'})", "dim"),))
         return lines
 
     def short(self, value: object) -> str:
@@ -197,13 +214,8 @@ class _View:
         text = value if isinstance(value, str) else _json(value)
         if self.redact:
             text = REDACTION.text(text)
-        text = _sanitize(text).replace("\n", "\\n")
+        text = neutralize(text).replace("\n", "\\n")
         return text if len(text) <= 200 else text[:199] + "…"
-
-
-def _sanitize(text: str) -> str:
-    text = text.replace("\r\n", "\n")
-    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 def _json(value: object) -> str:
@@ -224,22 +236,23 @@ def _as_text(value: object) -> str:
 # --- header -------------------------------------------------------------------------------
 
 
-def _header(call: Call, view: _View, exchange_diagnostics: Sequence[Diagnostic]) -> list[str]:
+def _header(call: Call, view: _View, exchange_diagnostics: Sequence[Diagnostic]) -> list[Line]:
     title = " · ".join(view.short(x) for x in (call.id, call.api, call.operation) if x)
-    lines = [f"call {title}"]
+    lines: list[Line] = [(("call ", "head"), (title, "head"))]
 
-    def field(name: str, value: str) -> None:
-        lines.extend(view.block(f"  {name:<12}", value, 14))
+    def field(name: str, value: str, tone: Tone | None = None) -> None:
+        lines.extend(view.block(f"  {name:<12}", value, 14, tone, label="dim"))
 
     field("exchange", call.exchange_id)
     field("model", _models(call))
     field("provider", call.provider or "-")
     if call.response_id:
         field("response id", call.response_id)
-    field("stream", _stream(call))
+    field("stream", _stream(call), "ok" if call.complete else "incomplete")
     field("finish", ", ".join(_as_text(r) for r in call.finish_reasons) or "-")
     field("usage", _usage(call))
-    field("error", _error(call))
+    error = _error(call)
+    field("error", error, None if error == "-" else "error")
     for n, (name, value) in enumerate(call.ids.items()):
         source = call.id_sources.get(name)
         field("" if n else "ids", f"{name} = {value}" + (f" (from {source})" if source else ""))
@@ -253,13 +266,14 @@ def _header(call: Call, view: _View, exchange_diagnostics: Sequence[Diagnostic])
         field("tools", f"{len(call.tool_definitions)}: {names}")
     for d in call.diagnostics:
         where = f" at {d.location}" if d.location else ""
-        field("diagnostic", f"{d.severity} {d.code}{where}: {d.message}")
+        field("diagnostic", f"{d.severity} {d.code}{where}: {d.message}", severity_tone(d.severity))
     if not call.complete:
         for d in exchange_diagnostics:
             where = f" at {d.location}" if d.location else ""
-            field("incomplete", f"{d.severity} {d.code}{where}: {d.message}")
+            field("incomplete", f"{d.severity} {d.code}{where}: {d.message}", "incomplete")
         if not exchange_diagnostics and all(d.severity == "info" for d in call.diagnostics):
-            field("incomplete", f"its exchange {call.exchange_id} did not end in the capture")
+            text = f"its exchange {call.exchange_id} did not end in the capture"
+            field("incomplete", text, "incomplete")
     return lines
 
 
@@ -344,11 +358,13 @@ def _tool_name(definition: Json) -> str:
 # --- messages and parts ------------------------------------------------------------------
 
 
-def _system_section(call: Call, view: _View) -> list[str]:
+def _system_section(call: Call, view: _View) -> list[Line]:
     if not call.system_instructions:
-        return ["system instructions: none"]
+        return [(("system instructions: none", "dim"),)]
     count = len(call.system_instructions)
-    lines = [f"system instructions ({count} part{'' if count == 1 else 's'})"]
+    lines: list[Line] = [
+        ((f"system instructions ({count} part{'' if count == 1 else 's'})", "head"),)
+    ]
     for k, part in enumerate(call.system_instructions):
         lines += _part_lines(part, f"part [{k}]", 2, view)
     return lines
@@ -356,52 +372,53 @@ def _system_section(call: Call, view: _View) -> list[str]:
 
 def _messages_section(
     title: str, messages: list[Message], view: _View, *, output: bool
-) -> list[str]:
+) -> list[Line]:
     if not messages:
-        return [f"{title}: none"]
-    lines = [f"{title} ({len(messages)})"]
+        return [((f"{title}: none", "dim"),)]
+    lines: list[Line] = [((f"{title} ({len(messages)})", "head"),)]
     for n, message in enumerate(messages):
         head = f"  message [{n}] · {view.short(message.role)}"
         if message.name:
             head += f" · name {view.short(message.name)}"
         if output:
             head += f" · finish {view.short(message.finish_reason or '(none)')}"
-        lines.append(head)
+        lines.append(((head, "head"),))
         for k, part in enumerate(message.parts):
             lines += _part_lines(part, f"part [{k}]", 4, view)
         if not message.parts:
-            lines.append("    (no parts)")
+            lines.append((("    (no parts)", "dim"),))
     return lines
 
 
-def _category_section(call: Call, view: _View) -> list[str]:
+def _category_section(call: Call, view: _View) -> list[Line]:
     groups: dict[str, list[tuple[FlatPart, Part]]] = {name: [] for name in CATEGORIES}
     for category, flat, part in _entries(call):
         groups[category].append((flat, part))
-    lines = ["by category"]
+    lines: list[Line] = [(("by category", "head"),)]
     for name, entries in groups.items():
         if entries:
-            lines.append(f"  {name} ({len(entries)})")
+            lines.append(((f"  {name} ({len(entries)})", "head"),))
             for flat, part in entries:
                 lines += _part_lines(part, flat.position, 4, view)
     if len(lines) == 1:
-        lines.append("  (no parts)")
+        lines.append((("  (no parts)", "dim"),))
     return lines
 
 
-def _part_lines(part: Part, label: str, indent: int, view: _View) -> list[str]:
+def _part_lines(part: Part, label: str, indent: int, view: _View) -> list[Line]:
     """A part as a head line "<label> · <type>: <content>" and indented detail lines."""
     pad = " " * indent
     inner = indent + 4
     details: list[tuple[str, str]] = []
+    lines: list[Line]
     if isinstance(part, TextPart):
         lines = view.block(f"{pad}{label} · text: ", _as_text(part.content), inner)
     elif isinstance(part, ReasoningPart):
         content = _as_text(part.content)
         text = content if content else "(no visible text)"
-        lines = view.block(f"{pad}{label} · reasoning: ", text, inner)
+        lines = view.block(f"{pad}{label} · reasoning: ", text, inner, "dim")
     elif isinstance(part, ToolCallPart):
-        lines = [f"{pad}{label} · tool_call: {view.short(part.name)}"]
+        lines = [((f"{pad}{label} · tool_call: ", "label"), (view.short(part.name), "name"))]
         details.append(("id", view.short(part.id) if part.id is not None else "-"))
         if part.arguments_error is not None:
             details.append(("arguments (raw, not JSON)", _as_text(part.arguments_raw)))
@@ -410,17 +427,18 @@ def _part_lines(part: Part, label: str, indent: int, view: _View) -> list[str]:
             details.append(("arguments", _json(part.arguments)))
     elif isinstance(part, ToolCallResponsePart):
         ident = view.short(part.id) if part.id is not None else "-"
-        lines = [f"{pad}{label} · tool_call_response: id {ident}"]
+        lines = [((f"{pad}{label} · tool_call_response: ", "label"), (f"id {ident}", None))]
         response = part.response
         details.append(("response", response if isinstance(response, str) else _json(response)))
     elif isinstance(part, BlobPart):
-        lines = [f"{pad}{label} · blob: {_blob(part, view)}"]
+        lines = [((f"{pad}{label} · blob: ", "label"), (_blob(part, view), None))]
     elif isinstance(part, UriPart):
         uri = _as_text(part.uri)
         shown = view.short(uri)
         lines = view.block(f"{pad}{label} · uri: ", f"{shown} {_kind(part, view)}", inner)
     elif isinstance(part, FilePart):
-        lines = [f"{pad}{label} · file: {view.short(part.file_id)} {_kind(part, view)}"]
+        file = f"{view.short(part.file_id)} {_kind(part, view)}"
+        lines = [((f"{pad}{label} · file: ", "label"), (file, None))]
     elif isinstance(part, GenericPart):
         lines = view.block(f"{pad}{label} · {view.short(part.type)}: ", _json(part.fields), inner)
     else:
@@ -428,7 +446,7 @@ def _part_lines(part: Part, label: str, indent: int, view: _View) -> list[str]:
     if not isinstance(part, GenericPart) and part.provider_details:
         details.append(("details", _json(_sized(part.provider_details))))
     for name, value in details:
-        lines += view.block(f"{pad}    {name} = ", value, inner + 2)
+        lines += view.block(f"{pad}    {name} = ", value, inner + 2, label="dim")
     return lines
 
 

@@ -1,10 +1,14 @@
 """The terminal view: one line per exchange as it finishes, then connections and sources.
 
 Columns are cut to their width only when ``wide`` is off (the CLI turns it on with
-``--wide`` and whenever the output is not a terminal). COMPLETE says whether the whole
-exchange was seen, never whether it succeeded (that is STATUS); an exchange that is not
-complete is followed by the reasons the JSON report gives (its diagnostics, those of its
-decoded bodies), or a line saying which part is missing when none was recorded.
+``--wide`` and whenever the output is not a terminal). The view builds its rows and lines once;
+a :class:`~agentshark.output.screen.Screen` draws them, plain or with ``rich``: STATUS green
+for 2xx and red for 4xx/5xx, COMPLETE green or yellow, diagnostics by severity.
+
+COMPLETE says whether the whole exchange was seen, never whether it succeeded (that is
+STATUS); an exchange that is not complete is followed by the reasons the JSON report gives
+(its diagnostics, those of its decoded bodies), or a line saying which part is missing when
+none was recorded.
 """
 
 from __future__ import annotations
@@ -17,19 +21,22 @@ from agentshark.model import Exchange
 from agentshark.net.events import format_endpoint
 from agentshark.output.census import Census, plural
 from agentshark.output.report import RenderOptions, view_body
+from agentshark.output.screen import Column, PlainScreen, Screen, Seg, Table, Tone, severity_tone
 from agentshark.pipeline import ConnectionReport, Item, SourceReport
 
-_COLUMNS = (
-    ("TIME", 12),
-    ("CONN", 6),
-    ("METHOD", 7),
-    ("URL", 44),
-    ("STATUS", 6),
-    ("TYPE", 26),
-    ("REQ", 8),
-    ("RESP", 8),
-    ("MS", 8),
-    ("COMPLETE", 8),
+TABLE = Table(
+    columns=(
+        Column(name="TIME", width=12, keep=True),
+        Column(name="CONN", width=6),
+        Column(name="METHOD", width=7),
+        Column(name="URL", width=44, grow=True),
+        Column(name="STATUS", width=6),
+        Column(name="TYPE", width=26),
+        Column(name="REQ", width=8),
+        Column(name="RESP", width=8),
+        Column(name="MS", width=8),
+        Column(name="COMPLETE", width=8),
+    )
 )
 LEGEND = (
     "COMPLETE: yes when the whole exchange was seen (request and response ended, no gap); "
@@ -47,41 +54,30 @@ def _size(n: int | None) -> str:
     return f"{n / 1048576:.0f}M"
 
 
-def _clip(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
+def _status_tone(status: int | None) -> Tone | None:
+    if not status:
+        return None
+    return "ok" if 200 <= status < 300 else "error" if status >= 400 else None
 
 
 class TextWriter:
     wide = False  # never cut a cell (set by the CLI)
 
-    def __init__(self, out: TextIO, opts: RenderOptions) -> None:
-        self._out = opts.redactor.stream(out)  # every line redacted, whatever writes it
-        self._redact = opts.redactor.text
+    def __init__(self, out: TextIO, opts: RenderOptions, screen: Screen | None = None) -> None:
+        self._screen = screen if screen is not None else PlainScreen(out, opts.redactor)
         self._opts = opts
         self._header_done = False
         self._connections: list[ConnectionReport] = []
         self._non_http = 0
         self._troubled: list[ConnectionReport] = []  # with exchanges, and warnings
 
-    def _line(self, cells: list[str]) -> None:
-        # Redacted before the cut: a cut secret no longer has the shape that finds it.
-        parts = [
-            _clip(self._redact(c), w).ljust(w) for c, (_, w) in zip(cells, _COLUMNS, strict=True)
-        ]
-        self._out.write(" ".join(parts).rstrip() + "\n")
-
-    def _row(self, cells: list[str]) -> None:
-        """A table line: cells cut to their column (:meth:`_line`), or whole when wide."""
-        if not self.wide:
-            return self._line(cells)
-        parts = [c.ljust(w) for c, (_, w) in zip(cells, _COLUMNS, strict=True)]
-        self._out.write(" ".join(parts).rstrip() + "\n")
-        return None
+    def _diagnostic(self, indent: str, d: Diagnostic, where: str = "") -> None:
+        self._screen.line((indent, None), (f"! {d.code}: {d.message}{where}", _tone(d)))
 
     def write(self, item: Item) -> None:
         if isinstance(item, Exchange):
             if not self._header_done:
-                self._row([name for name, _ in _COLUMNS])
+                self._screen.header(TABLE, wide=self.wide)
                 self._header_done = True
             self._exchange(item)
         elif isinstance(item, ConnectionReport):
@@ -131,48 +127,51 @@ class TextWriter:
                 ctype += f" ({view.content_encoding})"
         ended = resp.ended if resp and resp.ended else None
         duration = f"{(ended - started) * 1000:.1f}" if ended and started else "-"
-        ok = "yes" if ex.complete else "NO"
-        self._row(
-            [
-                when,
-                ex.connection or "-",
-                method,
-                url,
-                status,
-                ctype,
-                _size(req_size),
-                _size(resp_size),
-                duration,
-                ok,
-            ]
-        )
+        cells: list[Seg] = [
+            (when, "dim"),
+            (ex.connection or "-", "dim"),
+            (method, None),
+            (url, None),
+            (status, _status_tone(resp.status if resp else None)),
+            (ctype, None),
+            (_size(req_size), None),
+            (_size(resp_size), None),
+            (duration, None),
+            ("yes", "ok") if ex.complete else ("NO", "incomplete"),
+        ]
+        self._screen.row(TABLE, cells, wide=self.wide)
         for d in reasons:
-            self._out.write(f"    ! {d.code}: {d.message}\n")
+            self._diagnostic("    ", d)
         if not ex.complete and not reasons:
-            self._out.write(f"    ! incomplete: {_missing(ex)}\n")
+            self._screen.line(("    ", None), (f"! incomplete: {_missing(ex)}", "incomplete"))
 
     def _source(self, rep: SourceReport) -> None:
-        out = self._out
+        line = self._screen.line
         if self._connections:
-            out.write("\nconnections without HTTP exchanges:\n")
+            line()
+            line(("connections without HTTP exchanges:", "head"))
             for c in self._connections:
                 conn = c.connection
                 tls = c.tls or {}
                 sni = f" sni {tls['sni']}" if tls.get("sni") else ""
-                out.write(
-                    f"  {conn.id:6} {format_endpoint(conn.client)} -> "
-                    f"{format_endpoint(conn.server)}  {c.protocol:10} "
-                    f"bytes {conn.bytes[0]}/{conn.bytes[1]}{sni}\n"
+                line(
+                    (f"  {conn.id:6} ", "dim"),
+                    (
+                        f"{format_endpoint(conn.client)} -> {format_endpoint(conn.server)}  "
+                        f"{c.protocol:10} bytes {conn.bytes[0]}/{conn.bytes[1]}{sni}",
+                        None,
+                    ),
                 )
                 for d in c.diagnostics:
-                    out.write(f"    ! {d.code}: {d.message}\n")
+                    self._diagnostic("    ", d)
             self._connections.clear()
         if self._troubled:
-            out.write("\nproblems on connections with exchanges:\n")
+            line()
+            line(("problems on connections with exchanges:", "head"))
             for c in self._troubled:
                 for d in c.diagnostics:
                     if d.severity != "info":
-                        out.write(f"  {c.connection.id:6} ! {d.code}: {d.message}\n")
+                        self._diagnostic(f"  {c.connection.id:6} ", d)
             self._troubled.clear()
         detail = (
             f"{plural(rep.packets, 'packet')}, {plural(rep.connections, 'connection')}, "
@@ -180,24 +179,34 @@ class TextWriter:
             else ""
         )
         if rep.format == "keylog":
-            out.write(f"{rep.path}: key log, {plural(rep.key_secrets, 'secret')} loaded\n")
+            line(
+                (f"{rep.path}: ", "head"),
+                (f"key log, {plural(rep.key_secrets, 'secret')} loaded", None),
+            )
         else:
-            out.write(f"\n{rep.path}: {rep.format}, {detail}{plural(rep.exchanges, 'exchange')}\n")
+            line()
+            counts = f"{rep.format}, {detail}{plural(rep.exchanges, 'exchange')}"
+            line((f"{rep.path}: ", "head"), (counts, None))
         skipped = {k: v for k, v in rep.not_analyzed.items() if v}
         if skipped:
-            out.write("  not analyzed: " + ", ".join(f"{k} {v}" for k, v in skipped.items()) + "\n")
+            line(("  not analyzed: " + ", ".join(f"{k} {v}" for k, v in skipped.items()), "dim"))
         for d in rep.diagnostics:
-            out.write(
-                f"  ! {d.code}: {d.message}" + (f" ({d.location})" if d.location else "") + "\n"
-            )
+            self._diagnostic("  ", d, f" ({d.location})" if d.location else "")
 
     def finish(self, census: Census, apis: tuple[str, ...] = ()) -> None:
         """After the last item: the COMPLETE legend, or why there was no exchange."""
         del apis
         if self._header_done:
-            self._out.write(f"\n{LEGEND}\n")
+            self._screen.line()
+            self._screen.line((LEGEND, "dim"))
         elif census.inputs_done:
-            self._out.write(f"\n0 exchanges: {census.why_no_exchanges()}\n")
+            self._screen.line()
+            self._screen.line((f"0 exchanges: {census.why_no_exchanges()}", "incomplete"))
+        self._screen.flush()
+
+
+def _tone(d: Diagnostic) -> Tone:
+    return severity_tone(d.severity)
 
 
 def _missing(ex: Exchange) -> str:

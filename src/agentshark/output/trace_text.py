@@ -5,6 +5,9 @@ the ids ``agentshark show --call/--span`` takes. An INCOMPLETE call says why (it
 diagnostic); errors read as what they are (``JSON-RPC ERROR -32602``, ``TOOL ERROR`` for an
 MCP result with ``isError``), not as an HTTP status. The summary line names the exchanges of
 API families recognized but not parsed yet, and the inputs that could not be read whole.
+The view builds each trace as a :class:`~agentshark.output.screen.Node` tree of styled lines;
+a :class:`~agentshark.output.screen.Screen` draws it, plain or with ``rich`` (errors red,
+INCOMPLETE yellow, ids dim, incidents by severity).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from agentshark.apis.model import Call, Json, ToolCallResponsePart
 from agentshark.output.calls_text import error_text
 from agentshark.output.census import Census, plural, reasons
 from agentshark.output.redact import redactor
+from agentshark.output.screen import Line, Node, PlainScreen, Screen, Seg, Tone, severity_tone
 from agentshark.pipeline import SourceReport
 from agentshark.trace.model import Incident, Span, Trace
 
@@ -30,9 +34,9 @@ class TraceTextWriter:
     wide = False  # tool arguments and results at length (set by the CLI)
     _census: Census | None = None  # what the run saw, given to write()
 
-    def __init__(self, out: TextIO, *, redact: bool = True) -> None:
+    def __init__(self, out: TextIO, *, redact: bool = True, screen: Screen | None = None) -> None:
         self._redactor = redactor(redact)
-        self._out = self._redactor.stream(out)  # every line redacted, whatever writes it
+        self._screen = screen if screen is not None else PlainScreen(out, self._redactor)
 
     def write(
         self,
@@ -49,106 +53,125 @@ class TraceTextWriter:
         by_trace: dict[str | None, list[Incident]] = {}
         for incident in incidents:
             by_trace.setdefault(incident.trace_id, []).append(incident)
-        w = self._out.write
+        line = self._screen.line
         for n, trace in enumerate(traces, 1):
-            w(self._header(n, trace, by_id))
-            self._tree(trace, by_id)
+            self._screen.tree(
+                Node(label=self._header(n, trace, by_id), children=self._tree(trace, by_id))
+            )
             for hint in trace.hints:
-                w(
-                    f"   hint: same connection {hint['connection']} as trace "
-                    f"{hint['trace_id'][:12]}… ({hint['calls'][0]} → {hint['calls'][1]}, "
-                    f"{hint['gap']:.3f}s apart)\n"
+                line(
+                    (
+                        f"   hint: same connection {hint['connection']} as trace "
+                        f"{hint['trace_id'][:12]}… ({hint['calls'][0]} → {hint['calls'][1]}, "
+                        f"{hint['gap']:.3f}s apart)",
+                        "dim",
+                    )
                 )
             for incident in by_trace.get(trace.trace_id, []):
-                w(f"   {_mark(incident.severity)} {incident.rule}: {incident.message}\n")
-            w("\n")
+                line(("   ", None), _incident(incident))
+            line()
         for incident in by_trace.get(None, []):
-            w(f"{_mark(incident.severity)} {incident.rule}: {incident.message}\n")
+            line(_incident(incident))
         for source in sources:
             for d in source.diagnostics:
                 if d.severity == "error" or d.code.endswith("truncated_file"):
                     where = f" ({d.location})" if d.location else ""
-                    w(f"! {source.path}: {d.code}: {d.message}{where}\n")
-        w(_summary(traces, incidents, calls, unclaimed) + "\n")
+                    line(
+                        (
+                            f"! {source.path}: {d.code}: {d.message}{where}",
+                            severity_tone(d.severity),
+                        )
+                    )
+        line((_summary(traces, incidents, calls, unclaimed), "head"))
         if census is not None:
             if not calls:
-                w(f"  0 calls: {census.why_no_calls()}\n")
-            for line in census.not_parsed_lines():
-                w(f"  {line}\n")
+                line((f"  0 calls: {census.why_no_calls()}", "incomplete"))
+            for text in census.not_parsed_lines():
+                line((f"  {text}", "incomplete"))
+        self._screen.flush()
 
-    def _incomplete(self, call: Call) -> str:
+    def _incomplete(self, call: Call) -> Seg:
         """INCOMPLETE with the first reason the report gives: its exchange's causes (a gap,
         a cut head) before the call's own consequences."""
         exchange = self._census.unfinished.get(call.exchange_id, []) if self._census else []
         why = reasons([*exchange, *call.diagnostics])
         if not why:
-            return "INCOMPLETE (its exchange did not end in the capture)"
-        return f"INCOMPLETE ({why[0].code}: {why[0].message})"
+            return ("INCOMPLETE (its exchange did not end in the capture)", "incomplete")
+        return (f"INCOMPLETE ({why[0].code}: {why[0].message})", "incomplete")
 
-    def _header(self, n: int, trace: Trace, by_id: dict[str, Call]) -> str:
+    def _header(self, n: int, trace: Trace, by_id: dict[str, Call]) -> Line:
         models = sum(1 for s in trace.spans if s.kind == "model")
         tools = sum(1 for s in trace.spans if s.kind == "tool")
         spanned = {s.call_id for s in trace.spans if s.call_id is not None}
         other = [c for c in trace.calls if c in by_id and c not in spanned]
         more = f", {plural(len(other), 'other call')} ({', '.join(other)})" if other else ""
         return (
-            f"trace {n}  {trace.trace_id}  ({trace.origin}, id {trace.trace_id_source})  "
-            f"{plural(models, 'model call')}, {plural(tools, 'tool call')}{more}\n"
+            (f"trace {n}  ", "head"),
+            (f"{trace.trace_id}  ({trace.origin}, id {trace.trace_id_source})  ", "dim"),
+            (f"{plural(models, 'model call')}, {plural(tools, 'tool call')}{more}", "head"),
         )
 
-    def _tree(self, trace: Trace, by_id: dict[str, Call]) -> None:
-        spans = [s for s in trace.spans if s.kind != "agent"]
+    def _tree(self, trace: Trace, by_id: dict[str, Call]) -> list[Node]:
+        """The agent span (or an undrawn level when there is none) and the other spans
+        under it."""
+        spans = [Node(label=self._line(s, by_id)) for s in trace.spans if s.kind != "agent"]
         agent = next((s for s in trace.spans if s.kind == "agent"), None)
-        w = self._out.write
-        if agent is not None:
-            w(f"└─ invoke_agent  {_clock(agent.started)}  {_duration(agent)}\n")
-        for i, span in enumerate(spans):
-            branch = "└─" if i == len(spans) - 1 else "├─"
-            w(f"   {branch} {self._line(span, by_id)}\n")
+        if agent is None:
+            return [Node(label=None, children=spans)]
+        label: Line = (
+            ("invoke_agent", "head"),
+            (f"  {_clock(agent.started)}  {_duration(agent)}", "dim"),
+        )
+        return [Node(label=label, children=spans)]
 
-    def _line(self, span: Span, by_id: dict[str, Call]) -> str:
+    def _line(self, span: Span, by_id: dict[str, Call]) -> Line:
         a = span.attributes
+        bits: list[Seg]
         if span.kind == "model":
             call = by_id.get(span.call_id or "")
-            bits = [span.name, span.call_id or ""]
+            bits = [(span.name, "name"), (span.call_id or "", "label")]
             if "input_tokens" in a or "output_tokens" in a:
-                bits.append(f"tokens {_n(a.get('input_tokens'))}/{_n(a.get('output_tokens'))}")
+                tokens = f"tokens {_n(a.get('input_tokens'))}/{_n(a.get('output_tokens'))}"
+                bits.append((tokens, None))
             finish = ",".join(a.get("finish_reasons") or []) or "-"
-            bits.append(f"finish {finish}")
+            bits.append((f"finish {finish}", None))
             if "time_to_first_token" in a:
-                bits.append(f"ttft {a['time_to_first_token']:.3f}s")
+                bits.append((f"ttft {a['time_to_first_token']:.3f}s", "dim"))
             if "duration" in a:
-                bits.append(f"{a['duration']:.3f}s")
+                bits.append((f"{a['duration']:.3f}s", "dim"))
             if call is not None and not call.complete:
                 bits.append(self._incomplete(call))
             if call is not None and call.error is not None:
-                bits.append(error_text(call))
+                bits.append((error_text(call), "error"))
             elif "error" in a:
                 error = a["error"]
-                bits.append(f"ERROR {error.get('status') or ''} {error.get('message') or ''}")
-            bits.append(f"span {span.span_id}")
-            return "  ".join(b for b in bits if b)
-        bits = [span.name, self._preview(a.get("arguments"))]
+                text = f"ERROR {error.get('status') or ''} {error.get('message') or ''}"
+                bits.append((text, "error"))
+            bits.append((f"span {span.span_id}", "dim"))
+            return _joined(bits)
+        bits = [(span.name, "name"), (self._preview(a.get("arguments")), None)]
         execution = by_id.get(span.call_id or "")
         if execution is not None and execution.error is not None:
-            bits.append("→ " + error_text(execution))
+            bits.append(("→ " + error_text(execution), "error"))
         elif "result" in a:
             failed = execution is not None and _tool_error(execution)
-            arrow = "→ TOOL ERROR (isError) " if failed else "→ "
-            bits.append(arrow + self._preview(a["result"]))
+            if failed:
+                bits.append(("→ TOOL ERROR (isError) " + self._preview(a["result"]), "error"))
+            else:
+                bits.append(("→ " + self._preview(a["result"]), None))
         if span.execution is not None:
-            bits.append(f"[ran as {span.execution}]")
+            bits.append((f"[ran as {span.execution}]", "dim"))
         elif span.inferred:
-            bits.append("[execution not seen]")
+            bits.append(("[execution not seen]", "incomplete"))
         if span.tool_call_id is not None:
-            bits.append(f"id {span.tool_call_id}")
+            bits.append((f"id {span.tool_call_id}", "dim"))
         if execution is not None and not execution.complete:
             bits.append(self._incomplete(execution))
         if span.call_id is not None:  # else `show --span` has no call to show
             if span.call_id != span.execution:
-                bits.append(span.call_id)
-            bits.append(f"span {span.span_id}")
-        return "  ".join(b for b in bits if b)
+                bits.append((span.call_id, "label"))
+            bits.append((f"span {span.span_id}", "dim"))
+        return _joined(bits)
 
     def _preview(self, value: Json) -> str:
         if value is None:
@@ -183,6 +206,22 @@ def _tool_error(call: Call) -> bool:
         for m in call.output_messages
         for p in m.parts
     )
+
+
+def _joined(bits: list[Seg]) -> Line:
+    """The non-empty bits, two spaces apart."""
+    out: list[Seg] = []
+    for text, tone in bits:
+        if text:
+            if out:
+                out.append(("  ", None))
+            out.append((text, tone))
+    return tuple(out)
+
+
+def _incident(incident: Incident) -> Seg:
+    tone: Tone = severity_tone(incident.severity)
+    return (f"{_mark(incident.severity)} {incident.rule}: {incident.message}", tone)
 
 
 def _mark(severity: str) -> str:
