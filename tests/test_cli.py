@@ -504,7 +504,7 @@ def test_zero_calls_says_why(capsys: pytest.CaptureFixture[str], tmp_path: Path)
     assert "0 calls: 6 calls of other APIs (openai.chat 6) left out by --api mcp" in out
     assert main(["calls", str(HAR), "--no-progress"]) == 0
     out = capsys.readouterr().out  # a HAR file's WebSocket to /v1/realtime
-    assert "1 exchange looks like OpenAI Realtime over WebSocket (not parsed yet): e2" in out
+    assert "1 OpenAI Realtime session over WebSocket with no model response in it (e2)" in out
     assert main(["calls", str(EXAMPLE), "--no-progress"]) == 0
     assert "\n6 calls\n" in capsys.readouterr().out
     empty = tmp_path / "empty.pcap"

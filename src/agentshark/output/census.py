@@ -14,13 +14,17 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator, Sequence
 
+from agentshark.apis.gemini.live import is_live
 from agentshark.apis.model import Call, Json
+from agentshark.apis.openai.realtime import is_realtime
 from agentshark.apis.registry import unparsed_api
 from agentshark.errors import Diagnostic
 from agentshark.model import Exchange
 from agentshark.pipeline import ConnectionReport, Item, SourceReport
 
-PARSED = "OpenAI, Anthropic, Gemini, Bedrock, Ollama, Cohere, MCP, A2A"
+PARSED = (
+    "OpenAI, Anthropic, Gemini, Bedrock, Ollama, Cohere, OpenAI Realtime, Gemini Live, MCP, A2A"
+)
 # Diagnostics of the stages under the API families: a cause (a decompression limit, bytes not
 # captured, a head the parser gave up on), where a family's "not JSON" is a consequence.
 _CAUSES = ("content.", "body.", "http.", "h2.", "tcp.", "tls.", "pcap.", "pcapng.", "net.")
@@ -50,6 +54,7 @@ class Census:
         self.encrypted = 0  # of which TLS that stayed encrypted
         self.no_keys = 0  # of which had no secret in the key logs (or no key log)
         self._unparsed: dict[str, tuple[str, str]] = {}  # exchange id -> (api, name)
+        self._sessions: dict[str, str] = {}  # Realtime/Live exchange id -> kind, until a call
         self.unfinished: dict[str, list[Diagnostic]] = {}  # incomplete exchanges' diagnostics
 
     def watch(self, items: Iterator[Item]) -> Iterator[Item]:
@@ -65,9 +70,13 @@ class Census:
             found = unparsed_api(item)
             if found is not None:
                 self._unparsed[item.id] = found
+            kind = _session_kind(item) if item.messages is not None else None
+            if kind is not None:  # a Realtime or Live session: its calls come after it
+                self._sessions[item.id] = kind
         elif isinstance(item, Call):
             self.calls[item.api] += 1
             self._unparsed.pop(item.exchange_id, None)  # a parsed family claimed it after all
+            self._sessions.pop(item.exchange_id, None)
         elif isinstance(item, ConnectionReport):
             self.connections += 1
             if item.exchanges == 0:
@@ -101,6 +110,12 @@ class Census:
             )
         return lines
 
+    def _session_ids(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for ex_id, kind in self._sessions.items():
+            out.setdefault(kind, []).append(ex_id)
+        return out
+
     def why_no_calls(self, apis: Sequence[str] = ()) -> str:
         """Why no call is listed, from what the input held."""
         total = sum(self.calls.values())
@@ -115,6 +130,9 @@ class Census:
             unparsed = len(self._unparsed)
             if unparsed:
                 why += f"; {unparsed} of them of an API recognized but not parsed yet (below)"
+            for kind, ids in sorted(self._session_ids().items()):
+                what = plural(len(ids), f"{kind} session")
+                why += f"; {what} over WebSocket with no model response in it ({', '.join(ids)})"
             return why
         why = self.why_no_exchanges()
         return why if why.startswith("no ") else "no HTTP exchanges: " + why
@@ -154,3 +172,11 @@ class Census:
 def _ids(ids: list[Json], shown: int = 5) -> str:
     head = ", ".join(str(i) for i in ids[:shown])
     return head + (f"… (+{len(ids) - shown})" if len(ids) > shown else "")
+
+
+def _session_kind(exchange: Exchange) -> str | None:
+    if is_realtime(exchange):
+        return "OpenAI Realtime"
+    if is_live(exchange):
+        return "Gemini Live"
+    return None
