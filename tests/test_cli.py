@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from agentshark.cli import _Progress, _size_arg, main
+from agentshark.cli import _Progress, main
+from agentshark.cli_parser import _size_arg
 from tests.helpers import CAPTURES, CORPUS, ROOT
 
 AGENTSIGHT = (

@@ -45,7 +45,7 @@ def add_export_parser(sub: Any) -> None:
 
 
 def _add_otlp(formats: Any) -> None:
-    from agentshark.cli import _INPUTS, _size_arg
+    from agentshark.cli_parser import _INPUTS, _size_arg
     from agentshark.pipeline import Options
 
     cmd = formats.add_parser(

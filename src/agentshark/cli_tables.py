@@ -60,7 +60,7 @@ _SUMMARY = {
 
 def add_table_exports(export_subparsers: Any) -> None:
     """``parquet`` and ``duckdb`` in the ``export`` group."""
-    from agentshark import cli  # here: cli imports this module
+    from agentshark import cli_parser  # here: they import this module
     from agentshark.pipeline import Options
 
     for fmt in TABLE_EXPORTS:
@@ -77,7 +77,7 @@ def add_table_exports(export_subparsers: Any) -> None:
             epilog=_EPILOG[fmt],
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
-        cmd.add_argument("files", nargs="+", metavar="FILE", help=cli._INPUTS)
+        cmd.add_argument("files", nargs="+", metavar="FILE", help=cli_parser.INPUTS)
         cmd.add_argument(
             "--no-redact",
             action="store_true",
@@ -85,7 +85,7 @@ def add_table_exports(export_subparsers: Any) -> None:
         )
         cmd.add_argument(
             "--max-body",
-            type=cli._size_arg,
+            type=cli_parser.size_arg,
             default=Options().max_body,
             metavar="SIZE",
             help="decoded size limit per body, a positive size like 64K, 256M, 1G (default 256M)",
