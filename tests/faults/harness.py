@@ -33,6 +33,10 @@ faulted run lists in ``tls.unknown``: a lost hello carried them, ``tls.trial``);
 source); and the violations ``wrong`` (complete and different), ``absent_silent`` (gone with
 no new evidence), ``extra_complete`` (an exchange or call the clean run does not have, marked
 complete). ``extra_incomplete`` is an incomplete left-over of the faulted run (allowed).
+
+A call is affected when one of the exchanges it names is (its own; an MCP session's, that
+carried its messages), or the exchange of a call it names (an MCP stream message answering a
+call: the link is known only if that call is).
 """
 
 from __future__ import annotations
@@ -370,8 +374,14 @@ def judge(
     call_extra = [j for j in range(len(faulted.calls)) if j not in set(call_pairs.values())]
     ex_affected = {it.exchange_id: a for it, a in zip(clean.exchanges, affected, strict=True)}
     ex_state = {it.exchange_id: s for it, s in zip(clean.exchanges, state_only, strict=True)}
+    # a call depends on the exchanges it names, and on those of the calls it names (an MCP
+    # stream message that answers a call links to it only if that call is known)
+    call_exchange = {_call_id(c): str(c.key[0]) for c in clean.calls}
     call_exchanges = [
-        [x for x in {c.key[0], *EXCHANGE_REF.findall(c.content)} if not x.startswith("call")]
+        [
+            call_exchange.get(x, x) if x.startswith("call") else x
+            for x in {c.key[0], *EXCHANGE_REF.findall(c.content)}
+        ]
         for c in clean.calls
     ]
     call_affected = [any(ex_affected.get(x, True) for x in xs) for xs in call_exchanges]

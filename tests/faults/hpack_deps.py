@@ -56,6 +56,9 @@ class Block:
     serial: int
     ts: float = 0.0  # when its last byte came (the time stamp of the bytes that held it)
     fields: list[tuple[str, str]] = field(default_factory=list)
+    # per field: the dynamic table index it (or its name) came from, 0 when none (a static
+    # index or literal name): the fields an observer without the table still decodes
+    sources: list[int] = field(default_factory=list)
     inserted: int = 0  # entries it added to its direction's dynamic table
     refs: list[Ref] = field(default_factory=list)
     error: str = ""  # hpack's complaint, if the block did not decode (nothing after it is)
@@ -84,6 +87,7 @@ class _Direction:
                     out.refs.append(Ref(index=index, owner=self.owners[pos], inserts=inserts))
                 for name, value in self.decoder.decode(data[start:end], raw=True):
                     out.fields.append((_text(name), _text(value)))
+                    out.sources.append(index if index > STATIC_ENTRIES else 0)
                 if inserts:
                     self.owners.insert(0, serial)
                     out.inserted += 1
