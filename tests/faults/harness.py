@@ -20,7 +20,9 @@ dynamic table, on the header block of a touched message (:func:`state_flags`: re
 clean run's bytes with the ``hpack`` library's Decoder and a scan of the representations in
 :mod:`tests.faults.hpack_deps`, not with agentshark's HPACK code; a block depends on one when
 it references an entry that block inserted, or an older entry: the lost block's insertions
-would have moved it). Such an exchange is *affected only through state* (``via_state``) when
+would have moved it; touched bytes of that direction that are in no message count as a block
+lost at their time stamp; a touched message's blocks all count as lost, even when only its
+body was touched). Such an exchange is *affected only through state* (``via_state``) when
 its own bytes were not touched; the report counts those apart. A message's bytes are its
 direction's data segments time-stamped between its first and last byte; over TLS the range
 starts 16 KiB + 512 earlier, since a record's first segments come before the time stamp of
