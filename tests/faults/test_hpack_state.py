@@ -16,7 +16,8 @@ import pytest
 from tests.faults.cases import BY_NAME
 from tests.faults.harness import clean_run, match, message_hits, run_case, state_flags
 from tests.faults.hpack_deps import Block, header_blocks, representations, state_dependent
-from tests.faults.inject import FAULTS
+from tests.faults.inject import FAULTS, Pkt, Touch, index_packets
+from tests.faults.pcapfile import Capture, Flow
 
 H2_INPUTS = ("h2c_prior_knowledge", "grpc_h2c", "https_tls13_h2", "h2c_upgrade")
 LOSSY = sorted(f for f in FAULTS if not FAULTS[f].lossless and f != "truncate_file")
@@ -122,3 +123,35 @@ def test_lost_bytes_of_no_message_count_as_a_lost_block() -> None:
         b.ts = float(n)
     assert state_dependent(blocks, set(), {0: [1.5]}) == {2}
     assert state_dependent(blocks, set(), {1: [1.5]}) == set()
+
+
+def test_upgraded_h2_setup_is_the_settings_after_the_101() -> None:
+    """On an h2c upgrade the server's HTTP/2 SETTINGS follow the 101: losing them touches
+    every HTTP/2 exchange of the connection (their set-up), not the HTTP/1 one."""
+    inp = BY_NAME["h2c_upgrade"]
+    capture, clean = clean_run(inp.path, inp.keylog)
+    h1 = next(it for it in clean.exchanges if it.exchange and it.exchange.transport != "h2")
+    assert h1.exchange is not None and h1.exchange.response is not None
+    server = clean.h2_client[next(iter(clean.h2_client))]
+    server = (*server[2:], *server[:2])
+    _, server_h2 = clean.h2_bytes[next(iter(clean.h2_bytes))]
+    settings = int.from_bytes(server_h2[:3], "big") + 9  # the server's first frame
+    assert server_h2[3] == 0x4  # SETTINGS
+    # the 101's last byte: where the server's HTTP/2 bytes start on the wire
+    total = sum(p.end - p.start for p in _server_packets(capture, server))
+    start = total - len(server_h2)
+    touch = Touch(kind="drop", flow=server, start=start, end=start + settings, lost=True)
+    hits, orphans = message_hits(capture, clean, [touch])
+    for it, (_, _, pre) in zip(clean.exchanges, hits, strict=True):
+        assert it.exchange is not None
+        assert pre == (it.exchange.transport == "h2"), it.exchange.id
+    assert orphans == [(server, orphans[0][1])]  # in no message: it may have held a block
+
+
+def _server_packets(capture: Capture, flow: Flow) -> list[Pkt]:
+    packets, _ = index_packets(capture)
+    seen: dict[int, Pkt] = {}
+    for p in packets:
+        if p.data and p.tcp is not None and p.tcp.flow == flow:
+            seen.setdefault(p.start, p)
+    return list(seen.values())
