@@ -22,8 +22,10 @@ clean run's bytes with the ``hpack`` library's Decoder and a scan of the represe
 it references an entry that block inserted, or an older entry: the lost block's insertions
 would have moved it; touched bytes of that direction that are in no message count as a block
 lost at their time stamp; a touched message's blocks all count as lost, even when only its
-body was touched). Such an exchange is *affected only through state* (``via_state``) when
-its own bytes were not touched; the report counts those apart. A message's bytes are its
+body was touched); or when touched client bytes of no message were lost while its HTTP/2
+stream was open (:func:`reset_flags`: they may have held a RST_STREAM for it). Such an
+exchange is *affected only through state* (``Verdict.via``: ``hpack`` or ``reset``) when its
+own bytes were not touched; the report counts those apart. A message's bytes are its
 direction's data segments time-stamped between its first and last byte; over TLS the range
 starts 16 KiB + 512 earlier, since a record's first segments come before the time stamp of
 its first plaintext byte. So "affected" errs towards too many, never too few.
@@ -116,7 +118,13 @@ class Verdict:
     tags: tuple[str, ...]
     what: str  # the clean item's summary, for messages
     diff: str = ""
-    via_state: bool = False  # affected only through HPACK state (its own bytes untouched)
+    # what it is affected through when its own bytes were not touched: "hpack" (its header
+    # blocks depend on a touched one's), "reset" (a lost client frame may have reset it)
+    via: str = ""
+
+    @property
+    def via_state(self) -> bool:
+        return self.via == "hpack"
 
     @property
     def violation(self) -> bool:
@@ -332,7 +340,7 @@ def judge(
     faulted: Run,
     affected: list[bool],
     recopied: list[bool] | None = None,
-    state_only: list[bool] | None = None,
+    state_only: list[str] | None = None,
 ) -> list[Verdict]:
     """A verdict per clean exchange and call, and per left-over of the faulted run.
 
@@ -340,11 +348,12 @@ def judge(
     another packet of the clean capture carries too (a real retransmission). Its bytes then
     still reach agentshark, from the other copy and at that copy's time: a difference in
     time stamps alone is then the evidence, not a fault (outcome ``retimed``).
-    ``state_only``: per clean exchange, affected only through HPACK state (``via_state``).
+    ``state_only``: per clean exchange, what it is affected through when its own bytes
+    were not touched: ``"hpack"``, ``"reset"`` (``Verdict.via``), or "".
     """
     verdicts = []
     recopied = recopied or [False] * len(clean.exchanges)
-    state_only = state_only or [False] * len(clean.exchanges)
+    state_only = state_only or [""] * len(clean.exchanges)
     pairs, gone, extra = match(clean.exchanges, faulted.exchanges)
     verdicts += _verdicts(
         clean,
@@ -375,7 +384,7 @@ def judge(
     call_gone = [i for i in range(len(clean.calls)) if i not in call_pairs]
     call_extra = [j for j in range(len(faulted.calls)) if j not in set(call_pairs.values())]
     ex_affected = {it.exchange_id: a for it, a in zip(clean.exchanges, affected, strict=True)}
-    ex_state = {it.exchange_id: s for it, s in zip(clean.exchanges, state_only, strict=True)}
+    ex_via = {it.exchange_id: s for it, s in zip(clean.exchanges, state_only, strict=True)}
     # a call depends on the exchanges it names, and on those of the calls it names (an MCP
     # stream message that answers a call links to it only if that call is known)
     call_exchange = {_call_id(c): str(c.key[0]) for c in clean.calls}
@@ -388,7 +397,11 @@ def judge(
     ]
     call_affected = [any(ex_affected.get(x, True) for x in xs) for xs in call_exchanges]
     call_state = [
-        a and not any(ex_affected.get(x, True) and not ex_state.get(x, False) for x in xs)
+        ""
+        if not a or any(ex_affected.get(x, True) and not ex_via.get(x) for x in xs)
+        else "reset"
+        if any(ex_via.get(x) == "reset" for x in xs)
+        else "hpack"
         for a, xs in zip(call_affected, call_exchanges, strict=True)
     ]
     ex_recopied = {it.exchange_id: r for it, r in zip(clean.exchanges, recopied, strict=True)}
@@ -430,7 +443,7 @@ def _verdicts(
     extra: list[int],
     affected: list[bool],
     recopied: list[bool],
-    state_only: list[bool],
+    state_only: list[str],
 ) -> list[Verdict]:
     out = []
     for i, j in pairs.items():
@@ -453,7 +466,7 @@ def _verdicts(
                 tags=a.tags,
                 what=_what(a),
                 diff=diff,
-                via_state=state_only[i],
+                via=state_only[i],
             )
         )
     for i in gone:
@@ -469,7 +482,7 @@ def _verdicts(
                 affected=affected[i],
                 tags=a.tags,
                 what=_what(a),
-                via_state=state_only[i],
+                via=state_only[i],
             )
         )
     for j in extra:
@@ -621,6 +634,28 @@ def message_hits(
     return out, orphans
 
 
+def reset_flags(clean: Run, orphans: list[tuple[Flow, float]]) -> list[bool]:
+    """For each clean exchange: was its HTTP/2 stream open (request sent, response not
+    ended) when touched client bytes of no message were lost? For all an observer knows
+    they held a RST_STREAM for it (RFC 9113 §6.4), after which the server's frames are not
+    the stream's."""
+    lost: dict[Flow, list[float]] = defaultdict(list)
+    for flow, ts in orphans:
+        lost[flow].append(ts)
+    flags = []
+    for it in clean.exchanges:
+        ex = it.exchange
+        client = clean.h2_client.get(it.conn) if it.conn is not None else None
+        times = lost.get(client, []) if client is not None else []
+        if ex is None or ex.transport != "h2" or not times or ex.request is None:
+            flags.append(False)
+            continue
+        sent = ex.request.started if ex.request.started is not None else float("-inf")
+        end = ex.response.ended if ex.response and ex.response.ended is not None else None
+        flags.append(any(sent - EPS <= t and (end is None or t <= end + EPS) for t in times))
+    return flags
+
+
 def _touch_time(t: Touch, by_flow: dict[Flow, list[Pkt]]) -> float:
     """The time stamp of the clean packet that holds a touch's first byte."""
     return next((p.ts for p in by_flow.get(t.flow, []) if p.start <= t.start < p.end), 0.0)
@@ -716,8 +751,12 @@ def run_case(name: str, path: Path, keylog: Path | None, fault: str, seed: int) 
     hits, orphans = message_hits(capture, clean, touches)
     by_bytes = [any(h) for h in hits]
     by_state = state_flags(clean, hits, orphans)
-    affected = [a or b for a, b in zip(by_bytes, by_state, strict=True)]
-    state_only = [b and not a for a, b in zip(by_bytes, by_state, strict=True)]
+    by_reset = reset_flags(clean, orphans)
+    affected = [a or b or c for a, b, c in zip(by_bytes, by_state, by_reset, strict=True)]
+    state_only = [
+        "" if a else "hpack" if b else "reset" if c else ""
+        for a, b, c in zip(by_bytes, by_state, by_reset, strict=True)
+    ]
     copied = recopied_touches(capture, touches)
     recopied = affected_flags(capture, clean, copied) if copied else [False] * len(clean.exchanges)
     return Result(

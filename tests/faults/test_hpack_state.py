@@ -14,7 +14,14 @@ from collections import Counter
 import pytest
 
 from tests.faults.cases import BY_NAME
-from tests.faults.harness import clean_run, match, message_hits, run_case, state_flags
+from tests.faults.harness import (
+    clean_run,
+    match,
+    message_hits,
+    reset_flags,
+    run_case,
+    state_flags,
+)
 from tests.faults.hpack_deps import Block, header_blocks, representations, state_dependent
 from tests.faults.inject import FAULTS, Pkt, Touch, index_packets
 from tests.faults.pcapfile import Capture, Flow
@@ -33,11 +40,12 @@ def _check(name: str, fault: str, seed: int) -> tuple[int, int]:
     assert result.faulted is not None
     hits, orphans = message_hits(capture, clean, result.touches)
     state = state_flags(clean, hits, orphans)
+    reset = reset_flags(clean, orphans)  # (another cause: a client reset may be lost)
     pairs, _, _ = match(clean.exchanges, result.faulted.exchanges)
     blocks = [b for c, s in clean.h2_bytes.values() for b in header_blocks(c, s)]
     seen = marked = 0
     for i, it in enumerate(clean.exchanges):
-        if not state[i] or any(hits[i]) or i not in pairs:
+        if not state[i] or any(hits[i]) or reset[i] or i not in pairs:
             continue
         seen += 1
         got = result.faulted.exchanges[pairs[i]]
