@@ -22,8 +22,8 @@ clean run's bytes with the ``hpack`` library's Decoder and a scan of the represe
 it references an entry that block inserted, or an older entry: the lost block's insertions
 would have moved it; touched bytes of that direction that are in no message count as a block
 lost at their time stamp; a touched message's blocks all count as lost, even when only its
-body was touched); or when touched client bytes of no message were lost while its HTTP/2
-stream was open (:func:`reset_flags`: they may have held a RST_STREAM for it). Such an
+body was touched); or when client bytes were lost while its HTTP/2 stream was open
+(:func:`reset_flags`: they may have held a RST_STREAM for it). Such an
 exchange is *affected only through state* (``Verdict.via``: ``hpack`` or ``reset``) when its
 own bytes were not touched; the report counts those apart. A message's bytes are its
 direction's data segments time-stamped between its first and last byte; over TLS the range
@@ -579,8 +579,8 @@ def message_hits(
 ) -> tuple[Hits, list[tuple[Flow, float]]]:
     """For each clean exchange: whether a touched range overlaps its request's bytes, its
     response's, its connection's bytes before the first message of a direction (an exchange
-    without any bytes found counts as all three). Then the touches that overlap no message:
-    their direction and their packet's time stamp."""
+    without any bytes found counts as all three). Then the touches that lost bytes of no
+    message: their direction and their packet's time stamp."""
     packets, _ = index_packets(capture)
     by_flow: dict[Flow, list[Pkt]] = defaultdict(list)
     for p in packets:
@@ -629,18 +629,28 @@ def message_hits(
     orphans = [
         (t.flow, _touch_time(t, by_flow))
         for t in hit
-        if not any(t.start < hi and t.end > lo for lo, hi in covered.get(t.flow, []))
+        if t.lost and not any(t.start < hi and t.end > lo for lo, hi in covered.get(t.flow, []))
     ]
     return out, orphans
 
 
-def reset_flags(clean: Run, orphans: list[tuple[Flow, float]]) -> list[bool]:
+def lost_times(capture: Capture, touches: list[Touch]) -> list[tuple[Flow, float]]:
+    """The direction and the packet's time stamp of every touch that lost bytes."""
+    packets, _ = index_packets(capture)
+    by_flow: dict[Flow, list[Pkt]] = defaultdict(list)
+    for p in packets:
+        if p.data and p.tcp is not None:
+            by_flow[p.tcp.flow].append(p)
+    return [(t.flow, _touch_time(t, by_flow)) for t in touches if t.lost and t.end > t.start]
+
+
+def reset_flags(clean: Run, lost_at: list[tuple[Flow, float]]) -> list[bool]:
     """For each clean exchange: was its HTTP/2 stream open (request sent, response not
-    ended) when touched client bytes of no message were lost? For all an observer knows
-    they held a RST_STREAM for it (RFC 9113 §6.4), after which the server's frames are not
-    the stream's."""
+    ended) when client bytes were lost (``lost_at``: :func:`lost_times`), whatever message
+    they were part of? For all an observer knows they held a RST_STREAM for it (RFC 9113
+    §6.4), after which the server's frames are not the stream's."""
     lost: dict[Flow, list[float]] = defaultdict(list)
-    for flow, ts in orphans:
+    for flow, ts in lost_at:
         lost[flow].append(ts)
     flags = []
     for it in clean.exchanges:
@@ -664,7 +674,7 @@ def _touch_time(t: Touch, by_flow: dict[Flow, list[Pkt]]) -> float:
 def state_flags(clean: Run, hits: Hits, orphans: list[tuple[Flow, float]]) -> list[bool]:
     """For each clean exchange: does one of its header blocks depend, through its HTTP/2
     connection's HPACK dynamic table, on a header block of a touched message, or on touched
-    bytes of no message (``orphans``: for all an observer knows they held a header block;
+    lost bytes of no message (``orphans``: for all an observer knows they held a header block;
     see :func:`tests.faults.hpack_deps.state_dependent`)? Read from the clean run's bytes
     with ``hpack``'s Decoder, not with agentshark's."""
     index: dict[tuple[Conn | None, int], int] = {}
@@ -751,7 +761,7 @@ def run_case(name: str, path: Path, keylog: Path | None, fault: str, seed: int) 
     hits, orphans = message_hits(capture, clean, touches)
     by_bytes = [any(h) for h in hits]
     by_state = state_flags(clean, hits, orphans)
-    by_reset = reset_flags(clean, orphans)
+    by_reset = reset_flags(clean, lost_times(capture, touches))
     affected = [a or b or c for a, b, c in zip(by_bytes, by_state, by_reset, strict=True)]
     state_only = [
         "" if a else "hpack" if b else "reset" if c else ""

@@ -15,8 +15,8 @@ fault and per protocol, of exchanges and calls:
   touched but whose header blocks depend on a touched message's through the dynamic table
   (``harness.state_flags``), and how many of them came out identical anyway;
 - affected only by a possible lost reset: HTTP/2 exchanges whose stream was open when
-  client bytes of no message were lost (``harness.reset_flags``: a RST_STREAM may have
-  been among them);
+  client bytes (of another message, or of none) were lost (``harness.reset_flags``: a
+  RST_STREAM may have been among them);
 - unaffected identical by touched bytes alone: the first figure with those two kinds counted
   as unaffected (what the suite reported before it followed them), so both show.
 

@@ -16,6 +16,7 @@ import pytest
 from tests.faults.cases import BY_NAME
 from tests.faults.harness import (
     clean_run,
+    lost_times,
     match,
     message_hits,
     reset_flags,
@@ -40,7 +41,7 @@ def _check(name: str, fault: str, seed: int) -> tuple[int, int]:
     assert result.faulted is not None
     hits, orphans = message_hits(capture, clean, result.touches)
     state = state_flags(clean, hits, orphans)
-    reset = reset_flags(clean, orphans)  # (another cause: a client reset may be lost)
+    reset = reset_flags(clean, lost_times(capture, result.touches))  # (another cause)
     pairs, _, _ = match(clean.exchanges, result.faulted.exchanges)
     blocks = [b for c, s in clean.h2_bytes.values() for b in header_blocks(c, s)]
     seen = marked = 0
