@@ -13,7 +13,19 @@ follow their exchange (the n-th call of an exchange with the n-th).
 
 A clean exchange is *affected* when a touched packet's byte range (``inject.Touch``) overlaps
 the TCP bytes of its request or response, or the bytes of its connection before the first
-message of a direction (TLS handshake, HTTP/2 preface and settings). A message's bytes are its
+message of a direction (TLS handshake, HTTP/2 preface and settings; for the HTTP/2 exchanges
+of an h2c upgrade, before their own first message: the 101 and the server's SETTINGS that
+follow it), or when one of its HTTP/2 header blocks depends, through the connection's HPACK
+dynamic table, on the header block of a touched message (:func:`state_flags`: read from the
+clean run's bytes with the ``hpack`` library's Decoder and a scan of the representations in
+:mod:`tests.faults.hpack_deps`, not with agentshark's HPACK code; a block depends on one when
+it references an entry that block inserted, or an older entry: the lost block's insertions
+would have moved it; touched bytes of that direction that are in no message count as a block
+lost at their time stamp; a touched message's blocks all count as lost, even when only its
+body was touched); or when client bytes were lost while its HTTP/2 stream was open
+(:func:`reset_flags`: they may have held a RST_STREAM for it). Such an
+exchange is *affected only through state* (``Verdict.via``: ``hpack`` or ``reset``) when its
+own bytes were not touched; the report counts those apart. A message's bytes are its
 direction's data segments time-stamped between its first and last byte; over TLS the range
 starts 16 KiB + 512 earlier, since a record's first segments come before the time stamp of
 its first plaintext byte. So "affected" errs towards too many, never too few.
@@ -25,6 +37,10 @@ faulted run lists in ``tls.unknown``: a lost hello carried them, ``tls.trial``);
 source); and the violations ``wrong`` (complete and different), ``absent_silent`` (gone with
 no new evidence), ``extra_complete`` (an exchange or call the clean run does not have, marked
 complete). ``extra_incomplete`` is an incomplete left-over of the faulted run (allowed).
+
+A call is affected when one of the exchanges it names is (its own; an MCP session's, that
+carried its messages), or the exchange of a call it names (an MCP stream message answering a
+call: the link is known only if that call is).
 """
 
 from __future__ import annotations
@@ -34,6 +50,8 @@ import json
 import re
 import tempfile
 from collections import Counter, defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -42,6 +60,8 @@ from agentshark.apis.model import Call
 from agentshark.model import Exchange
 from agentshark.output.report import RenderOptions, call_json, exchange_json
 from agentshark.pipeline import Options
+from agentshark.pipeline.connection import HttpSession
+from tests.faults.hpack_deps import Times, header_blocks, state_dependent
 from tests.faults.inject import FAULTS, Conn, Pkt, Touch, conn_of, index_packets, inject
 from tests.faults.pcapfile import Capture, Flow, read_capture
 from tests.helpers import Collected
@@ -81,6 +101,13 @@ class Run:
     calls: list[Item]
     evidence: dict[Conn | None, set[str]]  # diagnostics and gaps, per connection (None: source)
     collected: Collected
+    # the clean run's HTTP/2 connections: the bytes each direction's session received
+    # (``tapped``), and the connections whose sessions saw a gap (their HPACK state is not
+    # followed: no connection of the suite's clean captures has one)
+    h2_bytes: dict[Conn, tuple[bytes, bytes]] = field(default_factory=dict)
+    h2_times: dict[Conn, tuple[Times, Times]] = field(default_factory=dict)
+    h2_client: dict[Conn, Flow] = field(default_factory=dict)  # the client's direction
+    h2_gapped: set[Conn] = field(default_factory=set)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -91,6 +118,13 @@ class Verdict:
     tags: tuple[str, ...]
     what: str  # the clean item's summary, for messages
     diff: str = ""
+    # what it is affected through when its own bytes were not touched: "hpack" (its header
+    # blocks depend on a touched one's), "reset" (a lost client frame may have reset it)
+    via: str = ""
+
+    @property
+    def via_state(self) -> bool:
+        return self.via == "hpack"
 
     @property
     def violation(self) -> bool:
@@ -113,12 +147,33 @@ class Result:
 # -- running agentshark -----------------------------------------------------------------------
 
 
-def analyze(path: Path, keylog: Path | None) -> Run:
-    got = Collected([str(path)], Options(calls=True, keylogs=[str(keylog)] if keylog else []))
+def analyze(path: Path, keylog: Path | None, *, tap: bool = False) -> Run:
+    """agentshark's run on ``path``; ``tap``: also keep what each HTTP/2 session received."""
+    options = Options(calls=True, keylogs=[str(keylog)] if keylog else [])
+    if tap:
+        with tapped() as taps:
+            got = Collected([str(path)], options)
+    else:
+        got, taps = Collected([str(path)], options), {}
     ends = {
         c.connection.id: conn_of((*c.connection.client, *c.connection.server))
         for c in got.connections
     }
+    h2_bytes: dict[Conn, tuple[bytes, bytes]] = {}
+    h2_times: dict[Conn, tuple[Times, Times]] = {}
+    h2_client: dict[Conn, Flow] = {}
+    h2_gapped: set[Conn] = set()
+    clients = {
+        c.connection.id: (*c.connection.client, *c.connection.server) for c in got.connections
+    }
+    for cid, pieces in taps.items():
+        conn = ends[cid]
+        sides = [[(p, ts) for d, p, ts in pieces if d == side and p] for side in (0, 1)]
+        h2_bytes[conn] = (b"".join(p for p, _ in sides[0]), b"".join(p for p, _ in sides[1]))
+        h2_times[conn] = (_marks(sides[0]), _marks(sides[1]))
+        h2_client[conn] = clients[cid]
+        if any(p is None for _, p, _ in pieces):
+            h2_gapped.add(conn)
     exchanges = [_exchange_item(ex, ends.get(ex.connection or "")) for ex in got.exchanges]
     by_id = {it.exchange.id: it for it in exchanges if it.exchange is not None}
     calls = _call_items(got.calls, by_id)
@@ -131,7 +186,55 @@ def analyze(path: Path, keylog: Path | None) -> Run:
         evidence[it.conn] |= set(it.diagnostics)
     for s in got.sources:
         evidence[None] |= {f"{d.code}: {d.message}" for d in s.diagnostics}
-    return Run(exchanges=exchanges, calls=calls, evidence=evidence, collected=got)
+    return Run(
+        exchanges=exchanges,
+        calls=calls,
+        evidence=evidence,
+        collected=got,
+        h2_bytes=h2_bytes,
+        h2_times=h2_times,
+        h2_client=h2_client,
+        h2_gapped=h2_gapped,
+    )
+
+
+def _marks(pieces: list[tuple[bytes, float]]) -> Times:
+    """(end offset, time stamp) of each piece."""
+    out, end = [], 0
+    for data, ts in pieces:
+        end += len(data)
+        out.append((end, ts))
+    return out
+
+
+@contextmanager
+def tapped() -> Iterator[dict[str, list[tuple[int, bytes | None, float]]]]:
+    """While open, every byte an HTTP/2 session is fed, per connection id: (direction,
+    bytes, time stamp), or (direction, None, time stamp) for a gap. Only the bytes: what
+    the session makes of them is not looked at (:mod:`tests.faults.hpack_deps` reads them
+    on its own)."""
+    taps: dict[str, list[tuple[int, bytes | None, float]]] = defaultdict(list)
+    feed, gap = HttpSession.feed, HttpSession.gap
+
+    def tap_feed(
+        self: HttpSession, direction: int, data: bytes, ts: float, acked: int = -1
+    ) -> list[Exchange]:
+        if self._h2 is not None:
+            taps[self._assembler._connection or ""].append((direction, bytes(data), ts))
+        return feed(self, direction, data, ts, acked)
+
+    def tap_gap(self: HttpSession, direction: int, size: int, ts: float) -> list[Exchange]:
+        if self._h2 is not None:
+            taps[self._assembler._connection or ""].append((direction, None, ts))
+        return gap(self, direction, size, ts)
+
+    HttpSession.feed = tap_feed  # type: ignore[method-assign]
+    HttpSession.gap = tap_gap  # type: ignore[method-assign]
+    try:
+        yield taps
+    finally:
+        HttpSession.feed = feed  # type: ignore[method-assign]
+        HttpSession.gap = gap  # type: ignore[method-assign]
 
 
 def _exchange_item(ex: Exchange, conn: Conn | None) -> Item:
@@ -233,7 +336,11 @@ def _response_key(it: Item) -> tuple[Any, ...] | None:
 
 
 def judge(
-    clean: Run, faulted: Run, affected: list[bool], recopied: list[bool] | None = None
+    clean: Run,
+    faulted: Run,
+    affected: list[bool],
+    recopied: list[bool] | None = None,
+    state_only: list[str] | None = None,
 ) -> list[Verdict]:
     """A verdict per clean exchange and call, and per left-over of the faulted run.
 
@@ -241,12 +348,24 @@ def judge(
     another packet of the clean capture carries too (a real retransmission). Its bytes then
     still reach agentshark, from the other copy and at that copy's time: a difference in
     time stamps alone is then the evidence, not a fault (outcome ``retimed``).
+    ``state_only``: per clean exchange, what it is affected through when its own bytes
+    were not touched: ``"hpack"``, ``"reset"`` (``Verdict.via``), or "".
     """
     verdicts = []
     recopied = recopied or [False] * len(clean.exchanges)
+    state_only = state_only or [""] * len(clean.exchanges)
     pairs, gone, extra = match(clean.exchanges, faulted.exchanges)
     verdicts += _verdicts(
-        clean, faulted, clean.exchanges, faulted.exchanges, pairs, gone, extra, affected, recopied
+        clean,
+        faulted,
+        clean.exchanges,
+        faulted.exchanges,
+        pairs,
+        gone,
+        extra,
+        affected,
+        recopied,
+        state_only,
     )
     # calls: the n-th call of an exchange against the n-th call of its match
     ids = {
@@ -265,13 +384,25 @@ def judge(
     call_gone = [i for i in range(len(clean.calls)) if i not in call_pairs]
     call_extra = [j for j in range(len(faulted.calls)) if j not in set(call_pairs.values())]
     ex_affected = {it.exchange_id: a for it, a in zip(clean.exchanges, affected, strict=True)}
-    call_affected = [
-        any(
-            ex_affected.get(x, True)
+    ex_via = {it.exchange_id: s for it, s in zip(clean.exchanges, state_only, strict=True)}
+    # a call depends on the exchanges it names, and on those of the calls it names (an MCP
+    # stream message that answers a call links to it only if that call is known)
+    call_exchange = {_call_id(c): str(c.key[0]) for c in clean.calls}
+    call_exchanges = [
+        [
+            call_exchange.get(x, x) if x.startswith("call") else x
             for x in {c.key[0], *EXCHANGE_REF.findall(c.content)}
-            if not x.startswith("call")
-        )
+        ]
         for c in clean.calls
+    ]
+    call_affected = [any(ex_affected.get(x, True) for x in xs) for xs in call_exchanges]
+    call_state = [
+        ""
+        if not a or any(ex_affected.get(x, True) and not ex_via.get(x) for x in xs)
+        else "reset"
+        if any(ex_via.get(x) == "reset" for x in xs)
+        else "hpack"
+        for a, xs in zip(call_affected, call_exchanges, strict=True)
     ]
     ex_recopied = {it.exchange_id: r for it, r in zip(clean.exchanges, recopied, strict=True)}
     call_recopied = [ex_recopied.get(c.key[0], False) for c in clean.calls]
@@ -285,6 +416,7 @@ def judge(
         call_extra,
         call_affected,
         call_recopied,
+        call_state,
     )
     return verdicts
 
@@ -311,6 +443,7 @@ def _verdicts(
     extra: list[int],
     affected: list[bool],
     recopied: list[bool],
+    state_only: list[str],
 ) -> list[Verdict]:
     out = []
     for i, j in pairs.items():
@@ -333,6 +466,7 @@ def _verdicts(
                 tags=a.tags,
                 what=_what(a),
                 diff=diff,
+                via=state_only[i],
             )
         )
     for i in gone:
@@ -342,7 +476,14 @@ def _verdicts(
         )
         outcome = "absent_diag" if new else "absent_silent"
         out.append(
-            Verdict(kind=a.kind, outcome=outcome, affected=affected[i], tags=a.tags, what=_what(a))
+            Verdict(
+                kind=a.kind,
+                outcome=outcome,
+                affected=affected[i],
+                tags=a.tags,
+                what=_what(a),
+                via=state_only[i],
+            )
         )
     for j in extra:
         b = after[j]
@@ -427,32 +568,135 @@ def first_diff(a: Any, b: Any, path: str = "$") -> str:
 
 def affected_flags(capture: Capture, clean: Run, touches: list[Touch]) -> list[bool]:
     """For each clean exchange: does a touched range overlap its bytes (see the docstring)?"""
+    return [any(h) for h in message_hits(capture, clean, touches)[0]]
+
+
+Hits = list[tuple[bool, bool, bool]]
+
+
+def message_hits(
+    capture: Capture, clean: Run, touches: list[Touch]
+) -> tuple[Hits, list[tuple[Flow, float]]]:
+    """For each clean exchange: whether a touched range overlaps its request's bytes, its
+    response's, its connection's bytes before the first message of a direction (an exchange
+    without any bytes found counts as all three). Then the touches that lost bytes of no
+    message: their direction and their packet's time stamp."""
     packets, _ = index_packets(capture)
     by_flow: dict[Flow, list[Pkt]] = defaultdict(list)
     for p in packets:
         if p.data and p.tcp is not None:
             by_flow[p.tcp.flow].append(p)
     raw = [_ranges(it, clean, by_flow) for it in clean.exchanges]
-    setup: dict[Flow, float] = {}
-    for rs in raw:
-        for flow, lo, _ in rs:
-            setup[flow] = min(setup.get(flow, float("inf")), lo)
+    # per direction and transport: an HTTP/2 connection's preface and SETTINGS come after
+    # the 101 of an h2c upgrade, so its exchanges' set-up ends at their own first message
+    setup: dict[tuple[Flow, bool], float] = {}
+    for it, rs in zip(clean.exchanges, raw, strict=True):
+        h2 = it.exchange is not None and it.exchange.transport == "h2"
+        for _, flow, lo, _ in rs:
+            setup[(flow, h2)] = min(setup.get((flow, h2), float("inf")), lo)
     ends: dict[Flow, list[int]] = defaultdict(list)
     for rs in raw:
-        for flow, _, hi in rs:
+        for _, flow, _, hi in rs:
             ends[flow].append(hi)
     ranges = [
-        [(f, _reach_back(lo, ends[f]), hi) for f, lo, hi in rs] if it.exchange.tls else rs
+        [(m, f, _reach_back(lo, ends[f]), hi) for m, f, lo, hi in rs] if it.exchange.tls else rs
         for it, rs in zip(clean.exchanges, raw, strict=True)
         if it.exchange is not None
     ]
     hit = [t for t in touches if t.end > t.start]
-    flags = []
+    out = []
     for it, rs in zip(clean.exchanges, ranges, strict=True):
+        if not rs:
+            out.append((True, True, True))
+            continue
         flows = _flows(it, clean)
-        flag = any(t.flow == f and t.start < hi and t.end > lo for f, lo, hi in rs for t in hit)
-        flag = flag or any(t.flow in flows and t.start < setup.get(t.flow, 0) for t in hit)
-        flags.append(flag or not rs)
+        msg = [
+            any(
+                t.flow == f and t.start < hi and t.end > lo
+                for m, f, lo, hi in rs
+                if m == side
+                for t in hit
+            )
+            for side in (0, 1)
+        ]
+        h2 = it.exchange is not None and it.exchange.transport == "h2"
+        pre = any(t.flow in flows and t.start < setup.get((t.flow, h2), 0) for t in hit)
+        out.append((msg[0], msg[1], pre))
+    covered: dict[Flow, list[tuple[int, int]]] = defaultdict(list)
+    for rs in ranges:
+        for _, f, lo, hi in rs:
+            covered[f].append((lo, hi))
+    orphans = [
+        (t.flow, _touch_time(t, by_flow))
+        for t in hit
+        if t.lost and not any(t.start < hi and t.end > lo for lo, hi in covered.get(t.flow, []))
+    ]
+    return out, orphans
+
+
+def lost_times(capture: Capture, touches: list[Touch]) -> list[tuple[Flow, float]]:
+    """The direction and the packet's time stamp of every touch that lost bytes."""
+    packets, _ = index_packets(capture)
+    by_flow: dict[Flow, list[Pkt]] = defaultdict(list)
+    for p in packets:
+        if p.data and p.tcp is not None:
+            by_flow[p.tcp.flow].append(p)
+    return [(t.flow, _touch_time(t, by_flow)) for t in touches if t.lost and t.end > t.start]
+
+
+def reset_flags(clean: Run, lost_at: list[tuple[Flow, float]]) -> list[bool]:
+    """For each clean exchange: was its HTTP/2 stream open (request sent, response not
+    ended) when client bytes were lost (``lost_at``: :func:`lost_times`), whatever message
+    they were part of? For all an observer knows they held a RST_STREAM for it (RFC 9113
+    §6.4), after which the server's frames are not the stream's."""
+    lost: dict[Flow, list[float]] = defaultdict(list)
+    for flow, ts in lost_at:
+        lost[flow].append(ts)
+    flags = []
+    for it in clean.exchanges:
+        ex = it.exchange
+        client = clean.h2_client.get(it.conn) if it.conn is not None else None
+        times = lost.get(client, []) if client is not None else []
+        if ex is None or ex.transport != "h2" or not times or ex.request is None:
+            flags.append(False)
+            continue
+        sent = ex.request.started if ex.request.started is not None else float("-inf")
+        end = ex.response.ended if ex.response and ex.response.ended is not None else None
+        flags.append(any(sent - EPS <= t and (end is None or t <= end + EPS) for t in times))
+    return flags
+
+
+def _touch_time(t: Touch, by_flow: dict[Flow, list[Pkt]]) -> float:
+    """The time stamp of the clean packet that holds a touch's first byte."""
+    return next((p.ts for p in by_flow.get(t.flow, []) if p.start <= t.start < p.end), 0.0)
+
+
+def state_flags(clean: Run, hits: Hits, orphans: list[tuple[Flow, float]]) -> list[bool]:
+    """For each clean exchange: does one of its header blocks depend, through its HTTP/2
+    connection's HPACK dynamic table, on a header block of a touched message, or on touched
+    lost bytes of no message (``orphans``: for all an observer knows they held a header block;
+    see :func:`tests.faults.hpack_deps.state_dependent`)? Read from the clean run's bytes
+    with ``hpack``'s Decoder, not with agentshark's."""
+    index: dict[tuple[Conn | None, int], int] = {}
+    for i, it in enumerate(clean.exchanges):
+        ex = it.exchange
+        if ex is not None and ex.transport == "h2" and ex.stream is not None:
+            index[(it.conn, int(ex.stream))] = i
+    flags = [False] * len(clean.exchanges)
+    for conn, (client, server) in clean.h2_bytes.items():
+        if conn in clean.h2_gapped:
+            continue
+        blocks = header_blocks(client, server, clean.h2_times[conn])
+        owner = {b.serial: index.get((conn, b.stream)) for b in blocks}
+        lost = {b.serial for b in blocks if (o := owner[b.serial]) is None or hits[o][b.side]}
+        flow = clean.h2_client[conn]
+        lost_at: dict[int, list[float]] = defaultdict(list)
+        for f, ts in orphans:
+            if f == flow or f == (*flow[2:], *flow[:2]):
+                lost_at[0 if f == flow else 1].append(ts)
+        for serial in state_dependent(blocks, lost, lost_at):
+            if (o := owner[serial]) is not None:
+                flags[o] = True
     return flags
 
 
@@ -474,14 +718,15 @@ def _flows(it: Item, run: Run) -> tuple[Flow, ...]:
     return ()
 
 
-def _ranges(it: Item, run: Run, by_flow: dict[Flow, list[Pkt]]) -> list[tuple[Flow, int, int]]:
+def _ranges(it: Item, run: Run, by_flow: dict[Flow, list[Pkt]]) -> list[tuple[int, Flow, int, int]]:
+    """(0 request or 1 response, its flow, first and last TCP offset) of each message."""
     ex = it.exchange
     assert ex is not None
     flows = _flows(it, run)
     if not flows:
         return []
     out = []
-    for flow, msg in zip(flows, (ex.request, ex.response), strict=True):
+    for side, (flow, msg) in enumerate(zip(flows, (ex.request, ex.response), strict=True)):
         if msg is None or msg.started is None:
             continue
         end = msg.ended if msg.ended is not None else float("inf")
@@ -490,7 +735,7 @@ def _ranges(it: Item, run: Run, by_flow: dict[Flow, list[Pkt]]) -> list[tuple[Fl
         sel = [p for p in by_flow.get(flow, []) if msg.started - EPS <= p.ts <= end + EPS]
         if not sel:
             continue
-        out.append((flow, min(p.start for p in sel), max(p.end for p in sel)))
+        out.append((side, flow, min(p.start for p in sel), max(p.end for p in sel)))
     return out
 
 
@@ -504,7 +749,7 @@ def clean_run(path: Path, keylog: Path | None) -> tuple[Capture, Run]:
     """The capture as the suite reads it, and agentshark's run on it (cached per process)."""
     key = (str(path), str(keylog) if keylog else None)
     if key not in _CLEAN:
-        _CLEAN[key] = (read_capture(path), analyze(path, keylog))
+        _CLEAN[key] = (read_capture(path), analyze(path, keylog, tap=True))
     return _CLEAN[key]
 
 
@@ -515,14 +760,22 @@ def run_case(name: str, path: Path, keylog: Path | None, fault: str, seed: int) 
         faulted_path = Path(tmp) / "faulted.pcap"
         faulted_path.write_bytes(data)
         faulted = analyze(faulted_path, keylog)
-    affected = affected_flags(capture, clean, touches)
+    hits, orphans = message_hits(capture, clean, touches)
+    by_bytes = [any(h) for h in hits]
+    by_state = state_flags(clean, hits, orphans)
+    by_reset = reset_flags(clean, lost_times(capture, touches))
+    affected = [a or b or c for a, b, c in zip(by_bytes, by_state, by_reset, strict=True)]
+    state_only = [
+        "" if a else "hpack" if b else "reset" if c else ""
+        for a, b, c in zip(by_bytes, by_state, by_reset, strict=True)
+    ]
     copied = recopied_touches(capture, touches)
     recopied = affected_flags(capture, clean, copied) if copied else [False] * len(clean.exchanges)
     return Result(
         input=name,
         fault=fault,
         seed=seed,
-        verdicts=judge(clean, faulted, affected, recopied),
+        verdicts=judge(clean, faulted, affected, recopied, state_only),
         touches=touches,
         faulted=faulted,
     )

@@ -10,7 +10,15 @@ fault and per protocol, of exchanges and calls:
 - affected marked incomplete: touched, and said so (``complete: false``, or absent with a new
   diagnostic or gap on its connection or source);
 - complete but different: the violations (``wrong``, ``absent_silent``, ``extra_complete``;
-  goal 0), over affected and unaffected alike.
+  goal 0), over affected and unaffected alike;
+- affected only through HPACK state: of the affected, those whose own bytes no fault
+  touched but whose header blocks depend on a touched message's through the dynamic table
+  (``harness.state_flags``), and how many of them came out identical anyway;
+- affected only by a possible lost reset: HTTP/2 exchanges whose stream was open when
+  client bytes (of another message, or of none) were lost (``harness.reset_flags``: a
+  RST_STREAM may have been among them);
+- unaffected identical by touched bytes alone: the first figure with those two kinds counted
+  as unaffected (what the suite reported before it followed them), so both show.
 
 ``--violations`` lists each violation with the first field that differs.
 """
@@ -38,11 +46,20 @@ def figures(verdicts: Iterable[Verdict]) -> dict[str, int]:
             out["affected_identical"] += v.outcome == "identical"
             out["affected_marked"] += v.outcome in ("incomplete", "absent_diag")
             out["affected_retimed"] += v.outcome == "retimed"
+            out["state"] += v.via_state
+            out["state_identical"] += v.via_state and v.outcome == "identical"
+            out["reset"] += v.via == "reset"
+            out["reset_identical"] += v.via == "reset" and v.outcome == "identical"
         else:
             out["unaffected"] += 1
             out["unaffected_identical"] += v.outcome == "identical"
             out["unaffected_marked"] += v.outcome in ("incomplete", "absent_diag")
         out["violations"] += v.violation
+    # the figure by touched bytes alone (state-only exchanges counted as unaffected)
+    out["bytes_unaffected"] = out["unaffected"] + out["state"] + out["reset"]
+    out["bytes_unaffected_identical"] = (
+        out["unaffected_identical"] + out["state_identical"] + out["reset_identical"]
+    )
     return out
 
 
@@ -53,7 +70,9 @@ def _pct(n: int, total: int) -> str:
 HEADER = (
     "| {label} | unaffected identical | affected recovered identical | "
     "affected marked incomplete | affected retimed (a retransmitted copy's time) | "
-    "complete but different |\n|---|---|---|---|---|---|"
+    "complete but different | affected only through HPACK state (identical) | "
+    "affected only by a possible lost reset (identical) | "
+    "unaffected identical by touched bytes alone |\n|---|---|---|---|---|---|---|---|---|"
 )
 
 
@@ -65,7 +84,10 @@ def table(label: str, rows: dict[str, list[Verdict]]) -> str:
             f"| {name} | {_pct(f['unaffected_identical'], f['unaffected'])} | "
             f"{_pct(f['affected_identical'], f['affected'])} | "
             f"{_pct(f['affected_marked'], f['affected'])} | "
-            f"{_pct(f['affected_retimed'], f['affected'])} | {f['violations']} |"
+            f"{_pct(f['affected_retimed'], f['affected'])} | {f['violations']} | "
+            f"{f['state']} ({f['state_identical']}) | "
+            f"{f['reset']} ({f['reset_identical']}) | "
+            f"{_pct(f['bytes_unaffected_identical'], f['bytes_unaffected'])} |"
         )
     return "\n".join(lines)
 

@@ -370,3 +370,27 @@ def test_a_held_maybe_preface_flushed_at_the_end_is_no_exception(held: bytes) ->
     out = conn.feed(0, held, 1.0) + conn.feed(0, b"\x00\x00", 1.5)
     out += conn.end(0, 2.0, clean=False)
     assert all(not isinstance(e, MessageEnded) or not e.complete for e in out)
+
+
+@needs("h2c_prior_knowledge")
+def test_lost_client_bytes_that_can_hold_a_reset_mark_the_responses_in_flight() -> None:
+    """13 lost client bytes (stream 5's WINDOW_UPDATE) could have been a RST_STREAM
+    (RFC 9113 §6.4) of any stream whose response had not ended: a capture without the loss
+    would then not count the server's frames after it. Stream 5's response, in flight, is
+    marked with a diagnostic saying so, its frames still added; the streams that had ended
+    are identical. 9 lost bytes (stream 3's empty DATA) cannot hold a reset: no response is
+    marked."""
+    transcript = record("h2c_prior_knowledge")
+    clean, _ = replay(transcript)
+    offset, size = client_frame(transcript, 5, 8)
+    assert size == 13
+    got, _ = replay(transcript, (0, offset, size))
+    faulty = check_only(clean, got, lambda s: s == 5)
+    response = faulty[5].response
+    kept = by_stream(clean)[5].response
+    assert response is not None and kept is not None and not response.complete
+    assert response.body.data() == kept.body.data()
+    assert any("may have reset this stream" in d.message for d in faulty[5].diagnostics)
+    offset, size = client_frame(transcript, 3, 0, nth=1)
+    _, messages = replay(transcript, (0, offset, size))
+    assert not any("may have reset" in m for m in messages)

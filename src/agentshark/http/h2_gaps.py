@@ -36,7 +36,10 @@ A capture gap costs the streams it may have touched, never the connection:
     request that arrives later but starts below the bound is marked when it comes. Without
     an ACK number the bound is what the client had sent before the gap in capture order;
   - *client bytes*: every request that has not ended is marked lossy (streams opened after
-    the gap are untouched: their HEADERS come after it); a later response on a stream above
+    the gap are untouched: their HEADERS come after it), and so is every response not ended
+    when the lost bytes can hold a RST_STREAM (13 bytes, §6.4): the client may have reset
+    its stream, and the server's frames after the reset are not counted (as a capture
+    without the loss would not); a later response on a stream above
     the highest the client had opened, whose request is never seen, is
     ``http.request_lost``.
 
@@ -105,6 +108,7 @@ from agentshark.http.h2_frames import (
 # index of the entries we hold that the encoder still has.
 _SMALLEST_HEAD = 9 + 1
 _SMALLEST_INSERT = 9 + 2
+_SMALLEST_RESET = 9 + 4  # a RST_STREAM frame (RFC 9113 §6.4)
 
 __all__ = ["gap_label", "lose_sync", "on_gap", "report_skipped", "resync", "settle"]
 
@@ -140,6 +144,8 @@ def on_gap(
         d.drop_held()
         if d.mode is Mode.RESYNC:  # still lost: whatever the gap held is unknown too
             d.streams.taint_open(d.side, d.offset, ts, out, gap)
+            if d.side == 0:
+                d.streams.taint_resettable(d.offset, ts, out, gap)
             d.hpack.forget()
     d.offset += size
 
@@ -153,6 +159,8 @@ def _lose_frames(
     d.streams.settings_sure = False  # a SETTINGS frame or an ACK may be lost
     if d.side == 0:
         d.streams.push_off = False  # ... one that turned push on
+        if size >= _SMALLEST_RESET:  # ... or a reset of a stream in flight
+            d.streams.taint_resettable(d.offset, ts, out, why)
     cut = bool(d.block_stream)
     _cut_frame_state(d, ts, out, why)  # (what came of an open block is decoded first)
     if cut:
@@ -307,6 +315,8 @@ def lose_sync(d: Direction, ts: float, out: list[HttpEvent], why: str) -> None:
     _cut_frame_state(d, ts, out, why)
     d.whole = False
     d.streams.taint_open(d.side, d.offset, ts, out, why)
+    if d.side == 0:
+        d.streams.taint_resettable(d.offset, ts, out, why)
     d.hpack.forget()
     d.mode = Mode.RESYNC
 

@@ -369,6 +369,18 @@ class Streams:
                 message = f"{why}: frames of this stream may be lost; its {what} is incomplete"
                 out.append(_error(side, offset, ts, message, sid))
 
+    def taint_resettable(self, offset: int, ts: float, out: list[HttpEvent], why: str) -> None:
+        """Client frames were lost (``why``) that can hold a RST_STREAM (RFC 9113 §6.4):
+        every response not ended on an open stream may have been reset by it, and the
+        server's frames after it are then not the stream's to count (§5.4.2): it becomes
+        lossy, with a ParseError on its stream."""
+        message = f"{why}: the client may have reset this stream in them; its response is "
+        message += "incomplete"
+        for sid, s in self._open.items():
+            if s.state[1] != ENDED and not s.lossy[1]:
+                s.lossy[1] = True
+                out.append(_error(1, offset, ts, message, sid))
+
     def taint_unanswered(
         self, bound: int, offset: int, ts: float, out: list[HttpEvent], why: str, *, heads: bool
     ) -> tuple[set[int], bool]:
