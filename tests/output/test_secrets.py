@@ -122,7 +122,7 @@ def runs(capsys: pytest.CaptureFixture[str], inputs: list[str], *extra: str) -> 
             code, out = cli(capsys, "show", *inputs, "--call", call_id, "--format", fmt, *extra)
             assert code == 0, out
             yield out
-    for fmt in TABLE_FORMATS:
+    for fmt in TABLE_FORMATS if "--color" not in extra else ():  # tables have no colour
         with tempfile.TemporaryDirectory() as tmp:
             target = Path(tmp) / "out"
             code, out = cli(capsys, "export", fmt, *inputs, "-o", str(target), *extra)

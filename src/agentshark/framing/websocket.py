@@ -331,9 +331,72 @@ class WsDirection:
 
     def feed(self, data: bytes, ts: float) -> list[WsOutput]:
         out: list[WsOutput] = []
-        self._buf += data
-        self._run(ts, out, final=False)
+        if self._buf or self._frame is not None or self._message is not None or self._resync:
+            self._buf += data
+            self._run(ts, out, final=False)
+            return out
+        pos = self._whole_frames(data, ts, out)  # the common case: whole one-frame messages
+        if pos < len(data):
+            self._buf += data[pos:]
+            self._run(ts, out, final=False)
         return out
+
+    def _whole_frames(self, data: bytes, ts: float, out: list[WsOutput]) -> int:
+        """Read the single-frame text and binary messages at the start of ``data`` (FIN set,
+        no reserved bit, no compression, the direction's masking, a 7- or 16-bit length, all
+        of it here) without the general state machine; return where the rest starts. Anything
+        else (control frames, fragments, compression, a frame cut by the segment) is left to
+        :meth:`_run`, which reads them by the same rules."""
+        end = len(data)
+        pos = 0
+        masked = self._direction == 0
+        mask_bit = 0x80 if masked else 0
+        direction, offset, limit = self._direction, self._offset, self._max
+        while end - pos >= 2:
+            b0, b1 = data[pos], data[pos + 1]
+            if b0 not in (0x81, 0x82) or b1 & 0x80 != mask_bit:
+                break
+            length = b1 & 0x7F
+            head = 2
+            if length == 126:
+                if end - pos < 4:
+                    break
+                length = (data[pos + 2] << 8) | data[pos + 3]
+                head = 4
+            elif length == 127:
+                break
+            key = b""
+            if masked:
+                key = data[pos + head : pos + head + 4]
+                head += 4
+            stop = pos + head + length
+            if stop > end or length > limit:
+                break
+            payload = data[pos + head : stop]
+            if masked:
+                payload = _unmask(payload, key, 0)
+            opcode = b0 & 0x0F
+            if opcode == TEXT:
+                try:
+                    payload.decode("utf-8")
+                except UnicodeDecodeError:
+                    break  # the general path says so, with a diagnostic
+            out.append(
+                WsMessage(
+                    direction=direction,
+                    opcode=opcode,
+                    payload=payload,
+                    size=length,
+                    wire_size=length,
+                    frames=1,
+                    first_ts=ts,
+                    last_ts=ts,
+                    offset=offset + pos,
+                )
+            )
+            pos = stop
+        self._offset += pos
+        return pos
 
     def gap(self, size: int, ts: float) -> list[WsOutput]:
         """``size`` bytes of this direction were lost: the message they cut ends

@@ -114,18 +114,21 @@ def exchange_json(ex: Exchange, opts: RenderOptions) -> dict[str, Any]:
     }
     if ex.extras:
         out["extras"] = {k: _plain(v) for k, v in ex.extras.items()}
-    if ex.messages is not None:
-        out["messages"] = [ws_message_json(r, opts) for r in ex.messages]
     rpc = grpc_json(ex)
     if rpc is not None:
         out["grpc"] = rpc
     redacted: dict[str, Any] = opts.redactor.json(out)
+    if ex.messages is not None:  # each message redacts what can hold text (its payload)
+        redacted["messages"] = [ws_message_json(r, opts) for r in ex.messages]
     return redacted
 
 
 def ws_message_json(record: WsRecord, opts: RenderOptions) -> dict[str, Any]:
     """One WebSocket message: what it is, its sizes and times; its payload (text, or base64
-    for binary data) only with ``events``, at most ``max_body`` bytes of it."""
+    for binary data) only with ``events``, at most ``max_body`` bytes of it. Written redacted:
+    the text fields (payload, close reason, diagnostics) go through the options' redactor,
+    the rest are numbers and names of our own (a session of many small messages would spend
+    its time walking them)."""
     m = record.message
     out: dict[str, Any] = {
         "direction": "client" if m.direction == 0 else "server",
@@ -144,15 +147,19 @@ def ws_message_json(record: WsRecord, opts: RenderOptions) -> dict[str, Any]:
     if m.opcode == CLOSE:
         out["close_code"] = m.close_code
         out["close_reason"] = m.close_reason
+    redact = opts.redactor
+    if m.opcode == CLOSE:
+        out["close_reason"] = redact.text(m.close_reason) if m.close_reason else m.close_reason
     if opts.events and m.payload is not None:
         payload = m.payload[: opts.max_body]
         cut = len(payload) < m.size
         if m.opcode == TEXT:
-            out["text"] = payload.decode("utf-8", "replace")
+            out["text"] = redact.text(payload.decode("utf-8", "replace"))
         elif m.opcode != CLOSE:
-            out["base64"] = base64.b64encode(payload).decode()
+            out["base64"] = redact.text(base64.b64encode(payload).decode())
         out["payload_cut"] = cut or m.truncated
-    out["diagnostics"] = diagnostics_json(record.diagnostics)
+    diags = diagnostics_json(record.diagnostics)
+    out["diagnostics"] = redact.json(diags) if diags else diags
     return out
 
 
