@@ -10,17 +10,28 @@ The campaign runs targets round-robin in slices of ``--slice`` seconds until eac
 ``--goal`` inputs or ``--until`` (HH:MM) comes; its state (inputs and findings per target)
 is kept in ``--out`` (bench/out/fuzz/ by default), so a stopped campaign resumes where it
 was. Slice ``n`` of a target mutates with ``random.Random(f"{target}:{n}")``: a finding is
-reproducible from its saved input alone, and a slice from its number. One process; run it
-niced::
+reproducible from its saved input alone, and a slice from its number.
+
+Each slice runs in a forked child (tests/fuzz/isolate.py) that writes every input into a
+ring of the last 8 before running it: when a C extension takes the child down (a segfault,
+glibc aborting on a corrupt heap), the input it was running is saved as a
+``native-<SIGNAL>@<file:line>`` finding with the faulthandler stack and the 7 inputs before
+it, tried again alone and after them in a fresh child ("reproduces: alone / after the 7
+inputs before it / no"), and the campaign goes on (a target whose child died 3 times is set
+aside for the run). ``--malloc-check`` runs everything under glibc's heap checks so that
+corruption aborts close to its cause (slower: about 1.5x for most targets, 5x for YAML).
+``--in-process`` runs the slices in the campaign's process, as before. Run it niced::
 
     nohup nice -n 19 .venv/bin/python scripts/fuzz_campaign.py run --until 12:10 &
+    nohup nice -n 19 .venv/bin/python scripts/fuzz_campaign.py --malloc-check run &
     .venv/bin/python scripts/fuzz_campaign.py status
     .venv/bin/python scripts/fuzz_campaign.py replay bench/out/fuzz/findings/<target>/<file>
     .venv/bin/python scripts/fuzz_campaign.py seeds       # re-cut the committed seeds
 
-Findings (an exception, or an input slower than ``--slow`` seconds) are saved under
-``findings/<target>/`` with the traceback, one per (exception type, innermost agentshark
-line), the smallest input kept.
+Findings (an exception, an input slower than ``--slow`` seconds, a native crash) are saved
+under ``findings/<target>/`` with the traceback, one per (exception type, innermost
+agentshark line), the smallest input kept. Replay a native one under the heap checks:
+``scripts/fuzz_campaign.py --malloc-check replay <file>`` (it dies as the child did).
 """
 
 from __future__ import annotations
@@ -34,6 +45,7 @@ import os
 import random
 import signal
 import sys
+import tempfile
 import time
 import traceback
 from pathlib import Path
@@ -436,7 +448,10 @@ def cmd_replay(args: argparse.Namespace) -> None:
 
 
 def fails(target: Target, parts: list[bytes], key: str, hang: float) -> bool:
-    """Whether ``parts`` still gives the finding ``key`` (an exception key, or "hang")."""
+    """Whether ``parts`` still gives the finding ``key`` (an exception key, "hang", or
+    "native": a forked child running it dies)."""
+    if key == "native":
+        return replay_forked(target, [parts], Path(tempfile.gettempdir()) / "fuzz-min.stderr")
     signal.setitimer(signal.ITIMER_VIRTUAL, hang)
     try:
         target.run(parts)
@@ -456,7 +471,9 @@ def cmd_minimize(args: argparse.Namespace) -> None:
     target = TARGETS[args.target or path.parent.name]
     parts = [base64.b64decode(p) for p in json.loads(path.read_text())]
     key = args.key or path.stem.replace("-", "@", 1)
-    if key != "hang":
+    if key.startswith("native"):
+        key = "native"
+    elif key != "hang":
         key = key[: key.rfind("-")] + ":" + key[key.rfind("-") + 1 :]
     if not fails(target, parts, key, args.hang):
         sys.exit(f"{path} does not give {key}")
