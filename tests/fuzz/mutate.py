@@ -5,8 +5,12 @@ deletion, duplication of a range, splicing with another input, truncation, overw
 interesting integers (both byte orders) and insertion of target tokens (header names,
 framing markers). JSON inputs are also mutated as trees (values replaced by other types,
 keys dropped or renamed, items duplicated, deep nesting), so readers behind a JSON parser
-see valid JSON with the wrong shapes. Everything is drawn from one ``random.Random``: a
-slice of the campaign is reproduced from its seed.
+see valid JSON with the wrong shapes. A tree never grows much past the input: a string
+repeated 50 times at each of three steps of one mutation reached gigabytes, seconds of CPU
+for an input then dropped as too large, and ``orjson.dumps`` reserving 8 bytes a character
+for it (orjson does not check that the reservation succeeded: out of memory, it
+segfaults). Everything is drawn from one ``random.Random``: a slice of the campaign is
+reproduced from its seed.
 """
 
 from __future__ import annotations
@@ -194,8 +198,8 @@ class Mutator:
             for _ in range(rnd.choice((10, 100, 200))):
                 value = [value]
             return value
-        if pick == 1 and isinstance(old, str):
-            return old * rnd.randint(2, 50)
+        if pick == 1 and isinstance(old, str):  # repeated, at most MAX_GROWTH longer (or twice)
+            return old * max(2, min(rnd.randint(2, 50), 1 + MAX_GROWTH // max(1, len(old))))
         if pick == 2:
             return str(old)
         if pick == 3:

@@ -17,7 +17,9 @@ same way.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
+import functools
 import io
 import os
 import random
@@ -27,6 +29,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, get_args
+from unittest import mock
 
 import orjson
 
@@ -174,10 +177,15 @@ def t_document(parts: Parts) -> list[Any]:
     return _pipeline([FILES.write("document", parts[0])], [])
 
 
+_PARSERS: list[argparse.ArgumentParser] = []  # the CLI's parser, built once (see t_pipeline)
+
+
 def t_pipeline(parts: Parts) -> list[Any]:
     """The whole CLI on a mutated capture: every command, text and JSON, into a file."""
-    from agentshark.cli import main
+    from agentshark import cli
 
+    if not _PARSERS:  # building the parser is half the CPU of the CLI on a small capture
+        _PARSERS.append(cli.build_parser())  # (argparse formats every help text); reuse it
     capture, keys = FILES.write("capture", parts[1]), FILES.write("keys", parts[0])
     out = str(Path(capture).with_name("out"))
     rnd = schedule(parts)
@@ -191,8 +199,12 @@ def t_pipeline(parts: Parts) -> list[Any]:
             ["analyze"],
         )
     )
-    with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()):
-        code = main([*command, capture, "--keylog", keys, "--no-progress", "-o", out])
+    with (
+        mock.patch.object(cli, "build_parser", lambda: _PARSERS[0]),
+        contextlib.redirect_stderr(io.StringIO()),
+        contextlib.redirect_stdout(io.StringIO()),
+    ):
+        code = cli.main([*command, capture, "--keylog", keys, "--no-progress", "-o", out])
     return [code]
 
 
@@ -429,17 +441,10 @@ def t_content(parts: Parts) -> list[Any]:
 def exchange_of(parts: Parts) -> Exchange | None:
     """An HTTP exchange from (meta JSON, request body, response body); None when the meta
     part was mutated into something that does not describe an exchange (not a finding)."""
-    try:
-        meta = orjson.loads(parts[0])
-        method, url, target = str(meta["method"]), str(meta["url"]), str(meta["target"])
-        status = int(meta["status"])
-        req_headers = [(str(k), str(v)) for k, v in meta["request_headers"]]
-        resp_headers = [(str(k), str(v)) for k, v in meta["response_headers"]]
-        transport = str(meta["transport"])
-        if not 0 <= status <= 999:  # what the sources can give (HTTP status codes are 3 digits)
-            return None
-    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, OverflowError):
+    meta = _meta(parts[0])
+    if meta is None:
         return None
+    method, url, target, status, req_headers, resp_headers, transport = meta
     rnd = schedule(parts)
     body = parts[2]
     cuts = sorted({rnd.randint(0, len(body)) for _ in range(rnd.randint(0, 6))})
@@ -454,7 +459,7 @@ def exchange_of(parts: Parts) -> Exchange | None:
         target=target,
         url=url,
         version="HTTP/1.1" if transport != "h2" else "HTTP/2",
-        headers=req_headers,
+        headers=list(req_headers),
         body=Body(pieces=[(1.0, parts[1])] if parts[1] else []),
         started=1.0,
         ended=1.0,
@@ -464,7 +469,7 @@ def exchange_of(parts: Parts) -> Exchange | None:
         status=status,
         reason="",
         version=request.version,
-        headers=resp_headers,
+        headers=list(resp_headers),
         body=Body(pieces=pieces),
         started=10.0,
         ended=20.0,
@@ -473,6 +478,27 @@ def exchange_of(parts: Parts) -> Exchange | None:
     return Exchange(
         id="e1", source=0, connection="c1", transport=transport, request=request, response=response
     )
+
+
+Meta = tuple[str, str, str, int, list[tuple[str, str]], list[tuple[str, str]], str]
+
+
+@functools.lru_cache(maxsize=512)
+def _meta(data: bytes) -> Meta | None:
+    """The exchange described by a meta part (cached: most inputs mutate another part; each
+    exchange gets its own copy of the header lists)."""
+    try:
+        meta = orjson.loads(data)
+        method, url, target = str(meta["method"]), str(meta["url"]), str(meta["target"])
+        status = int(meta["status"])
+        req_headers = [(str(k), str(v)) for k, v in meta["request_headers"]]
+        resp_headers = [(str(k), str(v)) for k, v in meta["response_headers"]]
+        transport = str(meta["transport"])
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, OverflowError):
+        return None
+    if not 0 <= status <= 999:  # what the sources can give (HTTP status codes are 3 digits)
+        return None
+    return method, url, target, status, req_headers, resp_headers, transport
 
 
 def t_api(parts: Parts) -> list[Any]:

@@ -43,3 +43,27 @@ def test_mutations_are_reproducible_from_the_seed() -> None:
         runs.append([mutator.mutate(data, other) for _ in range(50)])
     assert runs[0] == runs[1]
     assert len(set(runs[0])) > 25  # and they do mutate
+
+
+def test_json_mutations_stay_near_the_input_size() -> None:
+    """A string repeated at each step of one mutation reached gigabytes (fuzz campaign: slices
+    that spent 17 s of CPU outside the target, and orjson.dumps segfaulting out of memory)."""
+    import random
+
+    import orjson
+
+    from tests.fuzz.mutate import MAX_GROWTH
+
+    repeated = 0
+    for i in range(300):
+        mutator = Mutator(random.Random(f"grow:{i}"))
+        for old in ("ab", "x" * 3000, "z" * 20_000):
+            new = mutator._value(old)
+            if isinstance(new, str) and len(new) > len(old):
+                repeated += 1
+                assert len(new) <= max(2 * len(old), len(old) + MAX_GROWTH)
+    assert repeated > 50  # strings are still repeated
+    data = orjson.dumps({"a": {"b": ["x" * 3000]}, "c": "y" * 10})
+    for i in range(300):
+        tree = Mutator(random.Random(f"tree:{i}")).json(data)
+        assert tree is not None and len(tree) <= 8 * (len(data) + MAX_GROWTH)
