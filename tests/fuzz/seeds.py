@@ -288,7 +288,54 @@ def build() -> dict[str, int]:
     _documents(add)
     _bodies(add)
     _dialects(add)
+    _sessions(add)
     return {t: save(t, s) for t, s in sorted(seeds.items())}
+
+
+def _sessions(add: Any) -> None:
+    """WebSocket sessions (the bytes after the 101 of each direction, from the captures'
+    messages framed again, plain and deflated) and gRPC bodies with their protobuf
+    messages."""
+    import zlib
+
+    from agentshark.output.report import RenderOptions, exchange_json
+
+    def frame(payload: bytes, masked: bool, rsv1: bool = False) -> bytes:
+        head = bytes([0xC1 if rsv1 else 0x81])
+        n = len(payload)
+        bit = 0x80 if masked else 0
+        head += bytes([bit | n]) if n < 126 else bytes([bit | 126]) + n.to_bytes(2, "big")
+        if not masked:
+            return head + payload
+        key = b"\x01\x02\x03\x04"
+        return head + key + bytes(b ^ key[i % 4] for i, b in enumerate(payload))
+
+    for name in ("ws_sdk_realtime_plain", "ws_sdk_realtime_nocontext"):
+        for ex, _ in exchanges_and_calls([OWN / name / "capture.pcap"]):
+            if ex.messages is None:
+                continue
+            for mode in (0, 1):
+                sides = [bytearray(), bytearray()]
+                inflaters = [zlib.compressobj(wbits=-15), zlib.compressobj(wbits=-15)]
+                for r in ex.messages[:12]:
+                    m = r.message
+                    if m.payload is None or m.opcode != 1:
+                        continue
+                    data = m.payload
+                    if mode:
+                        c = inflaters[m.direction]
+                        data = (c.compress(data) + c.flush(zlib.Z_SYNC_FLUSH))[:-4]
+                    sides[m.direction] += frame(data, m.direction == 0, bool(mode))
+                add("websocket", [bytes(sides[0])[:CUT], bytes(sides[1])[:CUT], bytes([mode])])
+    for ex, _ in exchanges_and_calls([CAPTURES / "grpc_h2c" / "capture.pcap"]):
+        report = exchange_json(ex, RenderOptions(events=True))
+        for side in (ex.request, ex.response):
+            if side is not None and side.body.pieces:
+                add("grpc", [b"".join(p for _, p in side.body.pieces)[:CUT]])
+        for side_json in (report["request"], report.get("response") or {}):
+            for ev in side_json.get("events", []):
+                if ev.get("type") == "grpc" and ev.get("base64"):
+                    add("protobuf", [base64.b64decode(ev["base64"])])
 
 
 def _captures(add: Any) -> None:

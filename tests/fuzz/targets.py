@@ -416,6 +416,42 @@ def _framing(name: str) -> Callable[[Parts], list[Any]]:
     return target
 
 
+def t_websocket(parts: Parts) -> list[Any]:
+    """Both directions of a WebSocket session (part 0 client, part 1 server) through the
+    frame reader, in random pieces with gaps; part 2's first byte picks permessage-deflate
+    (none, with, without context takeover) and a mid-connection start."""
+    from agentshark.framing.websocket import Deflate, WsDirection, WsMessage
+
+    flags = parts[2][:1] or b"\x00"
+    mode = flags[0] % 3
+    deflate = None if mode == 0 else Deflate(client_no_context_takeover=mode == 2)
+    readers = [
+        WsDirection(d, deflate=deflate, max_payload=4096, mid_stream=bool(flags[0] & 4))
+        for d in (0, 1)
+    ]
+    out: list[Any] = []
+    for _kind, d, value in interleave(parts[0], parts[1], schedule(parts)):
+        reader = readers[d]
+        if isinstance(value, bytes):
+            out += reader.feed(value, 0.0)
+        else:
+            out += reader.gap(value, 0.0)
+    for reader in readers:
+        out += reader.close(1.0)
+    return only(out, (WsMessage, Diagnostic), "websocket reader")
+
+
+def t_protobuf(parts: Parts) -> list[Any]:
+    """One message's bytes read without a schema: fields, or a fault as the last item."""
+    from agentshark.framing.protobuf import decode_raw
+
+    fields = decode_raw(parts[0])
+    for f in fields:
+        if not isinstance(f, dict) or not ("field" in f or "error" in f):
+            raise ViolationError(f"protobuf reader yielded {f!r:.200}")
+    return fields
+
+
 def t_content(parts: Parts) -> list[Any]:
     """A body (part 1) under the Content-Encoding named by part 0, in random pieces."""
     coding = parts[0].decode("latin-1")
@@ -729,6 +765,15 @@ TARGETS: dict[str, Target] = {
             name="hpack", run=t_hpack, parts=3, tokens=H2_TOKENS, doc="http.h2_hpack.BlockDecoder"
         ),
         Target(name="sse", run=_framing("sse"), parts=1, tokens=SSE_TOKENS, doc="framing.sse"),
+        Target(name="grpc", run=_framing("grpc"), parts=1, doc="framing.grpc (length-prefixed)"),
+        Target(name="protobuf", run=t_protobuf, parts=1, doc="framing.protobuf.decode_raw"),
+        Target(
+            name="websocket",
+            run=t_websocket,
+            parts=3,
+            tokens=(b"\x81", b"\x82", b"\x88", b"\xc1", b"\x89", b"\x00\x00\xff\xff"),
+            doc="framing.websocket.WsDirection (both directions, deflate, gaps)",
+        ),
         Target(
             name="ndjson", run=_framing("ndjson"), parts=1, tokens=JSON_TOKENS, doc="framing.ndjson"
         ),
