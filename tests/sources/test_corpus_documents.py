@@ -1,4 +1,4 @@
-"""Every corpus document through detection and the HAR / VCR readers.
+"""Every corpus document through detection and the HAR / VCR / WebSocket message log readers.
 
 For each ``../shared/corpus/manifest.jsonl`` entry that is not a packet capture: a HAR file
 or cassette reads without an exception into the manifest's ``n_exchanges`` exchanges (or the
@@ -19,6 +19,7 @@ from agentshark.model import Exchange, header
 from agentshark.sources.detect import SNIFF_BYTES, classify_document, sniff_format
 from agentshark.sources.har import read_har
 from agentshark.sources.vcr import read_vcr
+from agentshark.sources.wslog import read_message_log
 from tests.helpers import CORPUS
 from tests.sources.corpus_exceptions import DIFFERENCES
 
@@ -53,8 +54,16 @@ def test_corpus_document(entry: dict[str, Any]) -> None:
         return
 
     ids = itertools.count()
-    reader = read_har if kind == "har" else read_vcr
+    reader = {"har": read_har, "vcr": read_vcr, "wslog": read_message_log}[kind]
     out = list(reader(doc, file, 0, lambda: f"e{next(ids)}"))
+    if kind == "wslog":  # one WebSocket exchange; the manifest counts its messages
+        sessions = [o for o in out if isinstance(o, Exchange) and o.messages is not None]
+        assert len(sessions) == 1 and sessions[0].messages is not None
+        items = [x for x in doc["interactions"] if isinstance(x, dict)]
+        assert len(sessions[0].messages) == sum(x.get("kind") == "message" for x in items)
+        assert len(items) <= entry["n_exchanges"] + 1  # the manifest leaves the close out
+        assert not [o for o in out if isinstance(o, Diagnostic)]
+        return
     exchanges = [o for o in out if isinstance(o, Exchange)]
     skipped = [o for o in out if isinstance(o, Diagnostic)]
     expected = entry["n_exchanges"]

@@ -21,7 +21,10 @@ from agentshark.sources.vcr import read_vcr
 from tests.helpers import CORPUS
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "documents"
-WHAT_WE_READ = "agentshark reads pcap, pcapng, HAR 1.2, vcrpy cassettes and MCP stdio transcripts"
+WHAT_WE_READ = (
+    "agentshark reads pcap, pcapng, HAR 1.2, vcrpy cassettes, pydantic-ai WebSocket message "
+    "logs and MCP stdio transcripts"
+)
 
 # --- sniff_format --------------------------------------------------------------------------
 
@@ -118,10 +121,6 @@ def test_interactions_with_some_malformed_items_are_still_a_cassette() -> None:
     ("data", "phrase"),
     [
         (
-            b"interactions:\n- kind: message\n  direction: sent\n  data: {type: session.update}\n",
-            "pydantic-ai WebSocket message log",
-        ),
-        (
             b"interactions:\n- request_sample: {json: {}, raw: !!binary AAE=}\n"
             b"  response_sample: {json: {}}\n",
             "pydantic-ai xAI gRPC cassette",
@@ -165,6 +164,11 @@ def test_recognized_unsupported_shapes(data: bytes, phrase: str) -> None:
 
 
 # --- classify_document: not ours ------------------------------------------------------------
+
+
+def test_a_websocket_message_log_is_read() -> None:
+    data = b"interactions:\n- kind: message\n  direction: sent\n  data: {type: session.update}\n"
+    assert classify_document(data, "log.yaml").kind == "wslog"
 
 
 def test_other_json_names_both_formats() -> None:
@@ -307,7 +311,7 @@ EXPECTED_BY_DETAIL = {
     "HAR 1.2": "har",
     "vcrpy": "vcr",
     "vcr (no interactions)": "vcr",
-    "websocket message log": "WebSocket message log",
+    "websocket message log": "wslog",
     "xAI gRPC": "xAI gRPC cassette",
     "response body only": "response-only fixture",
     "stream chunks": "one JSON event per line",
@@ -325,7 +329,7 @@ def test_one_corpus_example_of_every_shape() -> None:
         data = (CORPUS / file).read_bytes()
         if expected == "stdio":  # read by sources.stdio, before classify_document
             assert sniff_stdio(data) == "stdio-goose", file
-        elif expected in ("har", "vcr"):
+        elif expected in ("har", "vcr", "wslog"):
             assert classify_document(data, file).kind == expected, file
         else:
             with pytest.raises(UnsupportedFormatError, match=expected):

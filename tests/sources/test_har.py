@@ -423,8 +423,10 @@ def test_websocket_entry_from_file() -> None:
     assert ws.upgrade == "websocket"
     assert ws.response is not None and ws.response.status == 101
     assert ws.extras["_resourceType"] == "websocket"
-    messages = ws.extras["_webSocketMessages"]
-    assert isinstance(messages, list) and len(messages) == 2
+    assert "_webSocketMessages" not in ws.extras  # read into the exchange's messages
+    assert ws.messages is not None
+    kinds = [(r.message.direction, r.message.kind, r.message.payload) for r in ws.messages]
+    assert kinds == [(0, "text", b'{"type":"session.update"}'), (1, "binary", b"\x00\x01\x02")]
     assert ws.request is not None and ws.request.url.startswith("wss://")
     assert ws.complete
 

@@ -74,7 +74,7 @@ def _exchange(
         response = _response(resp, status, f"{path}.response", name, request, times, diags)
 
     messages = None
-    if "_webSocketMessages" in entry:
+    if entry.get("_webSocketMessages") is not None:  # pcap2har writes null for plain HTTP
         messages = websocket_messages(
             entry["_webSocketMessages"], f"{path}._webSocketMessages", diags
         )

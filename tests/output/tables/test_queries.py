@@ -274,4 +274,5 @@ def test_queries_run_on_the_parquet_files_too(exported: Export) -> None:
         cursor = con.execute(sql)
         names = [d[0] for d in cursor.description or ()]
         rows = [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
-        assert rows == query(exported.db, sql), title
+        # the same rows; ties in ORDER BY may come in either order from the two engines' plans
+        assert sorted(map(repr, rows)) == sorted(map(repr, query(exported.db, sql))), title

@@ -45,7 +45,8 @@ class TableWriter:
     def __init__(self, output: TableOutput, opts: RenderOptions, files: Sequence[str]) -> None:
         """``files``: the inputs as given (``SourceReport.index`` is a place in them)."""
         self._output = output
-        self._opts = replace(opts, events=True)
+        self._opts = replace(opts, events=True)  # exchanges: their stream events are a table
+        self._call_opts = opts  # calls as the report has them (audio base64 only with events)
         self._redactor = opts.redactor
         self._files = [self._redactor.text(f) for f in files]
         self._batches = Batches(output.write_batch)
@@ -72,7 +73,7 @@ class TableWriter:
             self._add(rows.exchange_rows(ex, self._capture(item.source)))
         elif isinstance(item, Call):
             source = self._source_of.get(item.exchange_id)
-            call = call_json(item, self._opts)
+            call = call_json(item, self._call_opts)
             self._add(rows.call_rows(call, source, self._capture(source)))
         elif isinstance(item, ConnectionReport):
             conn = self._redactor.json(connection_json(item))
