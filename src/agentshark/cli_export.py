@@ -46,6 +46,7 @@ def add_export_parser(sub: Any) -> None:
 
 def _add_otlp(formats: Any) -> None:
     from agentshark.cli_parser import _INPUTS, _size_arg
+    from agentshark.output.otlp.names import RENAMES, SEMCONV_VERSION
     from agentshark.pipeline import Options
 
     cmd = formats.add_parser(
@@ -83,6 +84,13 @@ def _add_otlp(formats: Any) -> None:
         "--protocol",
         choices=("http/protobuf", "http/json", "grpc"),
         help="OTLP transport (default: OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf)",
+    )
+    cmd.add_argument(
+        "--semconv",
+        choices=tuple(RENAMES),
+        default=SEMCONV_VERSION,
+        help=f"the GenAI semantic conventions the names follow ({SEMCONV_VERSION}, the last "
+        "core release, which the viewers pin; genai-dev: the genai repository's newer names)",
     )
     cmd.add_argument(
         "--openinference",
@@ -172,6 +180,7 @@ def _run_otlp(args: argparse.Namespace, census: Any) -> int:
             args.files,
             redact=redact,
             openinference=args.openinference,
+            semconv=args.semconv,
             project=args.project,
         ):
             spans += sum(len(s.spans) for r in message.resource_spans for s in r.scope_spans)

@@ -374,3 +374,27 @@ def test_a_connection_hint_is_a_link_between_roots(
             assert link["traceId"] != root["traceId"]
             assert link["spanId"] == roots[link["traceId"]]["spanId"]  # the other run's root
             assert link["attributes"][0]["value"]["stringValue"] == "connection"
+
+
+def test_semconv_genai_dev_renames_through_the_one_table(tmp_path: Path) -> None:
+    """--semconv genai-dev: the genai repository's cache_write name, from names.RENAMES."""
+    from agentshark.cli import main
+    from tests.helpers import CORPUS
+
+    cassette = (
+        CORPUS / "traceloop__openllmetry/packages/opentelemetry-instrumentation-anthropic/"
+        "tests/cassettes/test_prompt_caching/test_anthropic_prompt_caching_stream_legacy.yaml"
+    )
+    texts = {}
+    for version in ("1.41.1", "genai-dev"):
+        out = tmp_path / f"{version}.jsonl"
+        assert main(["export", "otlp", str(cassette), "-o", str(out), "--semconv", version]) == 0
+        texts[version] = out.read_text()
+    assert "gen_ai.usage.cache_creation.input_tokens" in texts["1.41.1"]
+    assert "cache_write" not in texts["1.41.1"]
+    dev = texts["genai-dev"]
+    assert "gen_ai.usage.cache_write.input_tokens" in dev and "cache_creation" not in dev
+    assert '"stringValue":"genai-dev"' in dev.replace(" ", "")
+    # nothing else changed: the two files differ only in those names and the version
+    same = dev.replace("cache_write", "cache_creation").replace("genai-dev", "1.41.1")
+    assert same == texts["1.41.1"]

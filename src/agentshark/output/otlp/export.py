@@ -20,6 +20,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from agentshark.apis.model import Call
 from agentshark.model import Exchange
+from agentshark.output.otlp import names as n
 from agentshark.output.otlp.encode import request, resource_attributes
 from agentshark.output.otlp.openinference import add_openinference
 from agentshark.output.otlp.spans import CallIndex, OtlpLink, OtlpSpan
@@ -65,20 +66,32 @@ def requests(
     redact: Redactor,
     openinference: bool = False,
     project: str | None = None,
+    semconv: str = n.SEMCONV_VERSION,
 ) -> Iterator[ExportTraceServiceRequest]:
-    """The export requests of a finished analysis, whole traces in each."""
+    """The export requests of a finished analysis, whole traces in each; ``semconv`` names
+    the convention set (:data:`~agentshark.output.otlp.names.RENAMES`)."""
     index.http = {h.exchange_id: h for h in analysis.http}
     resource = redact.json(resource_attributes(files, project))
+    resource[n.SEMCONV] = semconv
+    renames = n.RENAMES[semconv]
     batch: list[OtlpSpan] = []
     for spans in project_spans(analysis.traces, index):
         batch.extend(
-            _redacted(add_openinference(span) if openinference else span, redact) for span in spans
+            _renamed(_redacted(add_openinference(span) if openinference else span, redact), renames)
+            for span in spans
         )
         if len(batch) >= BATCH:
             yield request(batch, resource)
             batch = []
     if batch:
         yield request(batch, resource)
+
+
+def _renamed(span: OtlpSpan, renames: dict[str, str]) -> OtlpSpan:
+    if not renames or not renames.keys() & span.attributes.keys():
+        return span
+    attributes = {renames.get(k, k): v for k, v in span.attributes.items()}
+    return replace(span, attributes=attributes)
 
 
 def _redacted(span: OtlpSpan, redact: Redactor) -> OtlpSpan:

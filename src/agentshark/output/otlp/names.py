@@ -13,6 +13,15 @@ from __future__ import annotations
 from typing import Final
 
 SEMCONV_VERSION: Final = "1.41.1"
+# --semconv: the names of another convention set, as renames of the v1.41.1 names above.
+# "genai-dev" is the semantic-conventions-genai repository's unreleased set (its changelog.d:
+# cache_creation renamed to cache_write); a new release is one more entry here.
+RENAMES: Final[dict[str, dict[str, str]]] = {
+    SEMCONV_VERSION: {},
+    "genai-dev": {
+        "gen_ai.usage.cache_creation.input_tokens": "gen_ai.usage.cache_write.input_tokens",
+    },
+}
 SCHEMA_URL: Final = "https://opentelemetry.io/schemas/1.41.0"
 
 # -- resource and scope -----------------------------------------------------------------------
