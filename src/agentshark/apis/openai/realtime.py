@@ -30,10 +30,9 @@ can hold an input item or a delta).
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
 import orjson
 
@@ -47,11 +46,17 @@ from agentshark.apis.model import (
     Part,
     TextPart,
     Timing,
-    ToolCallPart,
-    ToolCallResponsePart,
-    Usage,
-    parse_arguments,
-    tool_name,
+)
+from agentshark.apis.openai.realtime_parts import (
+    audio_part,
+    content_parts,
+    done_transcript,
+    function_call,
+    input_item,
+    provider,
+    str_or_none,
+    url_model,
+    usage_of,
 )
 from agentshark.errors import Diagnostic
 from agentshark.framing.websocket import TEXT, WsMessage
@@ -61,7 +66,6 @@ __all__ = ["API", "is_realtime", "session_calls"]
 
 API = "openai.realtime"
 _SERVER_FIRST = ("session.created", "transcription_session.created")
-_PCM_RATE = 24_000  # pcm16 at 24 kHz, mono: the Realtime API's audio format
 
 
 def is_realtime(exchange: Exchange) -> bool:
@@ -181,7 +185,7 @@ def _session_update(s: _Session, event: dict[str, Json], m: WsMessage) -> None:
 def _item_create(s: _Session, event: dict[str, Json], m: WsMessage) -> None:
     item = event.get("item")
     if isinstance(item, dict):
-        message = _input_item(item)
+        message = input_item(item)
         if message is not None:
             s.inputs.append(message)
 
@@ -216,7 +220,7 @@ def _session_created(s: _Session, event: dict[str, Json], m: WsMessage) -> None:
 
 def _committed(s: _Session, event: dict[str, Json], m: WsMessage) -> None:
     """The input buffer became a user item: the audio appended since the last commit."""
-    part = _audio_part(s.audio, s.config, source="input_audio_buffer")
+    part = audio_part(s.audio, s.config, source="input_audio_buffer")
     s.audio = []
     item_id = event.get("item_id")
     if isinstance(item_id, str):
@@ -289,17 +293,17 @@ def _error(s: _Session, event: dict[str, Json], m: WsMessage) -> None:
     if s.call is not None:
         s.call.error = CallError(
             status=None,
-            type=_str(err.get("type")),
-            code=_str(err.get("code")),
-            message=_str(err.get("message")),
+            type=str_or_none(err.get("type")),
+            code=str_or_none(err.get("code")),
+            message=str_or_none(err.get("message")),
             source=f"error event at byte {m.offset}",
         )
         return
     s.pending_errors.append(
         Diagnostic(
             code="realtime.error_event",
-            message=f"the server sent an error outside a response ({_str(err.get('type'))}: "
-            f"{_str(err.get('message'))}), answering the client's event "
+            message=f"the server sent an error outside a response ({str_or_none(err.get('type'))}: "
+            f"{str_or_none(err.get('message'))}), answering the client's event "
             f"{err.get('event_id')!r}",
             location=f"{s.exchange.id} server websocket byte {m.offset}",
             severity="info",
@@ -340,12 +344,12 @@ _SERVER: dict[Json, _Handler] = {
 
 def _start(s: _Session, ts: float, overrides: dict[str, Json]) -> None:
     ex = s.exchange
-    call = Call(id=s.next_id(), exchange_id=ex.id, api=API, provider=_provider(ex), stream=True)
+    call = Call(id=s.next_id(), exchange_id=ex.id, api=API, provider=provider(ex), stream=True)
     call.operation = "chat"  # a generation on the session's conversation
     call.timing = Timing(started=ts)
     config = {**s.config, **overrides}
     model = config.get("model")
-    call.request_model = model if isinstance(model, str) else _url_model(ex)
+    call.request_model = model if isinstance(model, str) else url_model(ex)
     instructions = config.get("instructions")
     if isinstance(instructions, str):
         call.system_instructions = [TextPart(content=instructions)]
@@ -387,16 +391,16 @@ def _finish(s: _Session, response: dict[str, Json] | None, m: WsMessage | None) 
         details = response.get("status_details")
         if details is not None:
             call.extras["status_details"] = details
-        call.usage = _usage(response.get("usage"))
+        call.usage = usage_of(response.get("usage"))
         call.complete = status == "completed" and not s.lost and call.error is None
         if status == "failed" and call.error is None and isinstance(details, dict):
             err = details.get("error")
             err = err if isinstance(err, dict) else {}
             call.error = CallError(
                 status=None,
-                type=_str(err.get("type")),
-                code=_str(err.get("code")),
-                message=_str(err.get("message")),
+                type=str_or_none(err.get("type")),
+                code=str_or_none(err.get("code")),
+                message=str_or_none(err.get("message")),
                 source="response.done status_details",
             )
     if s.lost:
@@ -426,9 +430,9 @@ def _output_of(s: _Session, event: dict[str, Json]) -> _Output | None:
 def _output_messages(out: _Output, s: _Session) -> list[Message]:
     item = out.done or out.item
     if out.kind == "function_call" or item.get("type") == "function_call":
-        raw = _str(item.get("arguments")) if out.done else None
+        raw = str_or_none(item.get("arguments")) if out.done else None
         text = raw if raw else "".join(out.arguments)
-        return [Message(role="assistant", parts=[_function_call(item, text)])]
+        return [Message(role="assistant", parts=[function_call(item, text)])]
     if out.kind != "message" and item.get("type") not in (None, "message"):
         return [
             Message(role="assistant", parts=[GenericPart(type=str(item.get("type")), fields=item)])
@@ -437,166 +441,11 @@ def _output_messages(out: _Output, s: _Session) -> list[Message]:
     if out.text:
         parts.append(TextPart(content="".join(out.text)))
     if out.audio:
-        parts.append(_audio_part(out.audio, s.config, source="output_audio"))
-    transcript = "".join(out.transcript) or _done_transcript(out.done)
+        parts.append(audio_part(out.audio, s.config, source="output_audio"))
+    transcript = "".join(out.transcript) or done_transcript(out.done)
     if transcript:
         parts.append(TextPart(content=transcript, provider_details={"audio_transcript": True}))
     if not parts and out.done:
-        parts = _content_parts(out.done.get("content"))
+        parts = content_parts(out.done.get("content"))
     role = item.get("role")
     return [Message(role=role if isinstance(role, str) else "assistant", parts=parts)]
-
-
-def _done_transcript(item: dict[str, Json] | None) -> str:
-    content = item.get("content") if item else None
-    if not isinstance(content, list):
-        return ""
-    return "".join(
-        c["transcript"]
-        for c in content
-        if isinstance(c, dict) and isinstance(c.get("transcript"), str)
-    )
-
-
-def _input_item(item: dict[str, Json]) -> Message | None:
-    kind = item.get("type")
-    if kind == "function_call_output":
-        output = item.get("output")
-        response: Json = output
-        if isinstance(output, str):
-            value, error = parse_arguments(output)
-            response = value if error is None else output
-        result = ToolCallResponsePart(id=_str(item.get("call_id")), response=response)
-        return Message(role="tool", parts=[result])
-    if kind == "function_call":
-        raw = item.get("arguments")
-        return Message(role="assistant", parts=[_function_call(item, _str(raw) or "")])
-    return Message(role=_str(item.get("role")), parts=_content_parts(item.get("content")))
-
-
-def _function_call(item: dict[str, Json], text: str) -> ToolCallPart:
-    """A function call item with its arguments as sent (``text``; "" when none came)."""
-    details: dict[str, Json] = {}
-    args, error = parse_arguments(text) if text else (None, None)
-    return ToolCallPart(
-        id=_str(item.get("call_id")),
-        name=tool_name(item.get("name"), details),
-        arguments=args,
-        arguments_raw=text or None,
-        arguments_error=error,
-        provider_details=details,
-    )
-
-
-def _content_parts(content: Json) -> list[Part]:
-    if not isinstance(content, list):
-        return []
-    parts: list[Part] = []
-    for c in content:
-        if not isinstance(c, dict):
-            parts.append(GenericPart(type="unknown", fields={"value": c}))
-            continue
-        kind = c.get("type")
-        if kind in ("input_text", "text", "output_text") and isinstance(c.get("text"), str):
-            parts.append(TextPart(content=c["text"]))
-        elif kind in ("input_audio", "audio", "output_audio") and isinstance(c.get("audio"), str):
-            part = _audio_part([c["audio"]], {}, source=str(kind))
-            if isinstance(c.get("transcript"), str):
-                part.provider_details["transcript"] = c["transcript"]
-            parts.append(part)
-        else:
-            parts.append(
-                GenericPart(type=str(kind), fields={k: v for k, v in c.items() if k != "type"})
-            )
-    return parts
-
-
-def _audio_part(pieces: list[str], config: dict[str, Json], *, source: str) -> BlobPart:
-    """Audio sent in base64 pieces (each padded on its own): one blob of their bytes, with
-    its size and, for 24 kHz mono pcm16, its duration. A piece that is not base64 is kept
-    out of the bytes and counted in ``provider_details.bad_pieces``."""
-    chunks, bad = [], 0
-    for piece in pieces:
-        try:
-            chunks.append(base64.b64decode(piece, validate=True))
-        except ValueError:
-            bad += 1
-    data = b"".join(chunks)
-    details: dict[str, Json] = {"source": source, "bytes": len(data)}
-    if bad:
-        details["bad_pieces"] = bad
-    fmt, rate = _audio_format(config)
-    if fmt is not None:
-        details["format"] = fmt
-    if fmt in (None, "pcm16", "audio/pcm"):  # 16-bit mono samples
-        details["duration_s"] = round(len(data) / 2 / (rate or _PCM_RATE), 3)
-    content = base64.b64encode(data).decode()
-    return BlobPart(
-        mime_type="audio/pcm", modality="audio", content=content, provider_details=details
-    )
-
-
-def _audio_format(config: dict[str, Json]) -> tuple[str | None, int | None]:
-    """The session's output audio format and rate: beta ``output_audio_format`` ("pcm16"),
-    GA ``audio.output.format`` ({type: "audio/pcm", rate: 24000})."""
-    fmt = config.get("output_audio_format")
-    if isinstance(fmt, str):
-        return fmt, None
-    audio = config.get("audio")
-    output = audio.get("output") if isinstance(audio, dict) else None
-    spec = output.get("format") if isinstance(output, dict) else None
-    if isinstance(spec, dict):
-        return _str(spec.get("type")), _int(spec.get("rate"))
-    return None, None
-
-
-def _usage(raw: Json) -> Usage | None:
-    if not isinstance(raw, dict):
-        return None
-    details = raw.get("input_token_details")
-    cached = _int(details.get("cached_tokens")) if isinstance(details, dict) else None
-    return Usage(
-        input_tokens=_int(raw.get("input_tokens")),
-        output_tokens=_int(raw.get("output_tokens")),
-        cached_input_tokens=cached,
-        total_tokens=_int(raw.get("total_tokens")),
-        raw=raw,
-    )
-
-
-def _int(value: Json) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _str(value: Json) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-# Hosts that speak the Realtime protocol, by the GenAI provider names (standards §1).
-_HOSTS = (
-    ("api.openai.com", "openai"),
-    (".openai.azure.com", "azure.openai"),
-    (".services.ai.azure.com", "azure.ai.openai"),
-    (".cognitiveservices.azure.com", "azure.ai.openai"),
-    ("api.x.ai", "x_ai"),
-)
-
-
-def _provider(ex: Exchange) -> str | None:
-    """Who answered, from the handshake's host; None when the evidence has no handshake (a
-    message log): the protocol alone does not say whose server it was."""
-    if ex.request is None:
-        return None
-    host = (urlsplit(ex.request.url).hostname or "").lower()
-    for suffix, name in _HOSTS:
-        if host == suffix.lstrip(".") or host.endswith(suffix):
-            return name
-    return host or None
-
-
-def _url_model(ex: Exchange) -> str | None:
-    req = ex.request
-    if req is None:
-        return None
-    values = parse_qs(urlsplit(req.url).query).get("model")
-    return values[0] if values else None
