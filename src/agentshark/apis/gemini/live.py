@@ -26,12 +26,12 @@ the call incomplete with the reason. Gemini Live's turns carry no finish reason 
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import orjson
 
+from agentshark.apis.audio import audio_blob
 from agentshark.apis.gemini.parts import camel, parts_of, usage_of
 from agentshark.apis.gemini.request import tool_definitions
 from agentshark.apis.model import (
@@ -307,23 +307,8 @@ def _end(s: _Live, reason: str | None, ts: float | None) -> None:
 
 
 def _audio(pieces: list[str], mime: str | None, *, source: str) -> BlobPart:
-    """Audio sent as base64 pieces: one blob of their bytes, its size and duration (16-bit
-    mono at the mime type's ``rate``)."""
-    data = bytearray()
-    bad = 0
-    for piece in pieces:
-        try:
-            data += base64.b64decode(piece, validate=True)
-        except ValueError:
-            bad += 1
-    details: dict[str, Json] = {"source": source, "bytes": len(data)}
-    if bad:
-        details["bad_pieces"] = bad
-    rate = _rate(mime)
-    if rate:
-        details["duration_s"] = round(len(data) / 2 / rate, 3)
-    content = base64.b64encode(bytes(data)).decode()
-    return BlobPart(mime_type=mime, modality="audio", content=content, provider_details=details)
+    """Audio sent as base64 pieces: one blob, its duration at the mime type's ``rate``."""
+    return audio_blob(pieces, mime=mime, source=source, rate=_rate(mime))
 
 
 def _rate(mime: str | None) -> int | None:

@@ -9,9 +9,9 @@ host, none without a handshake (a message log).
 
 from __future__ import annotations
 
-import base64
 from urllib.parse import parse_qs, urlsplit
 
+from agentshark.apis.audio import audio_blob
 from agentshark.apis.model import (
     BlobPart,
     GenericPart,
@@ -95,27 +95,17 @@ def content_parts(content: Json) -> list[Part]:
 
 
 def audio_part(pieces: list[str], config: dict[str, Json], *, source: str) -> BlobPart:
-    """Audio sent in base64 pieces (each padded on its own): one blob of their bytes, with
-    its size and, for 24 kHz mono pcm16, its duration. A piece that is not base64 is kept
-    out of the bytes and counted in ``provider_details.bad_pieces``."""
-    chunks, bad = [], 0
-    for piece in pieces:
-        try:
-            chunks.append(base64.b64decode(piece, validate=True))
-        except ValueError:
-            bad += 1
-    data = b"".join(chunks)
-    details: dict[str, Json] = {"source": source, "bytes": len(data)}
-    if bad:
-        details["bad_pieces"] = bad
+    """Audio sent in base64 pieces: one blob (:func:`~agentshark.apis.audio.audio_blob`),
+    its duration for pcm16 at the session's rate (24 kHz unless it says otherwise)."""
     fmt, rate = audio_format(config)
-    if fmt is not None:
-        details["format"] = fmt
-    if fmt in (None, "pcm16", "audio/pcm"):  # 16-bit mono samples
-        details["duration_s"] = round(len(data) / 2 / (rate or PCM_RATE), 3)
-    content = base64.b64encode(data).decode()
-    return BlobPart(
-        mime_type="audio/pcm", modality="audio", content=content, provider_details=details
+    pcm = fmt in (None, "pcm16", "audio/pcm")  # 16-bit mono samples
+    details: dict[str, Json] = {"format": fmt} if fmt is not None else {}
+    return audio_blob(
+        pieces,
+        mime="audio/pcm",
+        source=source,
+        rate=(rate or PCM_RATE) if pcm else None,
+        details=details,
     )
 
 
