@@ -22,7 +22,9 @@ aside for the run). ``--malloc-check`` runs everything under glibc's heap checks
 corruption aborts close to its cause (slower, measured: 1.5x for the decoders and API
 targets, 4-5x for HAR/VCR/stdio, 100x for the pipeline target, whose large buffers the
 debug allocator checks at every realloc; use it with --only).
-``--in-process`` runs the slices in the campaign's process, as before. Run it niced::
+``--in-process`` runs the slices in the campaign's process, as before. Two campaigns on
+disjoint ``--only`` lists use both cores and share one state (each writes only its targets'
+entries, under a lock). Run it niced::
 
     nohup nice -n 19 .venv/bin/python scripts/fuzz_campaign.py run --until 12:10 &
     nohup nice -n 19 .venv/bin/python scripts/fuzz_campaign.py --malloc-check run &
@@ -42,6 +44,7 @@ import argparse
 import base64
 import contextlib
 import datetime as dt
+import fcntl
 import json
 import os
 import random
@@ -112,6 +115,12 @@ class Campaign:
         self.pools: dict[str, list[list[bytes]]] = {}
         self.sigs: dict[str, set[frozenset[tuple[str, str]]]] = {}
         self.ring: Ring | None = None  # the last inputs, kept for the parent (--isolate)
+        self.touched: set[str] = set()  # the targets whose entries this process changed
+
+    def changed(self, name: str) -> dict[str, Any]:
+        """The entry of a target this process is about to change (:meth:`save` writes it)."""
+        self.touched.add(name)
+        return self.stats(name)
 
     def stats(self, name: str) -> dict[str, Any]:
         entry: dict[str, Any] = self.state["targets"].setdefault(
@@ -149,7 +158,7 @@ class Campaign:
         pool = self.pool(target)
         if not pool:
             return 0
-        stats = self.stats(target.name)
+        stats = self.changed(target.name)
         number = stats["slices"]
         rnd = random.Random(f"{target.name}:{number}")
         mutator = Mutator(rnd, target.tokens)
@@ -229,7 +238,7 @@ class Campaign:
     def hung(self, target: Target, parts: list[bytes]) -> None:
         """An input stopped after --hang seconds: confirmed as a hang if it also runs past
         CONFIRM seconds (for the first few per target), else recorded as slow."""
-        stats = self.stats(target.name)
+        stats = self.changed(target.name)
         confirmed = stats.setdefault("hangs_confirmed", 0)
         if confirmed >= 3:
             self.finding(target, parts, "hang", f"stopped after {self.hang} s (not re-run)")
@@ -255,7 +264,7 @@ class Campaign:
         self, target: Target, parts: list[bytes], key: str, text: str, error: str | None = None
     ) -> Path | None:
         """Record a finding (its smallest input is kept); the input's path if it was saved."""
-        findings = self.stats(target.name)["findings"]
+        findings = self.changed(target.name)["findings"]
         size = sum(map(len, parts))
         entry = findings.get(key)
         if entry is not None:
@@ -283,7 +292,7 @@ class Campaign:
         are saved next to it (``<finding>.before/``), and each is tried again in a fresh
         child: alone, then after the ones before it, to say whether the crash reproduces.
         """
-        stats = self.stats(target.name)
+        stats = self.changed(target.name)
         number = stats["slices"]
         stats["slices"] = number + 1
         if not ring:
@@ -327,9 +336,19 @@ class Campaign:
             f.write(json.dumps(record) + "\n")
 
     def save(self) -> None:
-        tmp = self.state_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.state, indent=1))
-        tmp.replace(self.state_path)
+        """Write the entries this process changed into the state file, under a lock and
+        over what is there now, so campaigns run side by side on disjoint ``--only`` lists
+        (one per core) share one state."""
+        with (self.out / "state.lock").open("a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            state: dict[str, Any] = {"targets": {}}
+            if self.state_path.exists():
+                state = json.loads(self.state_path.read_text())
+            for name in self.touched:
+                state["targets"][name] = self.state["targets"][name]
+            tmp = self.state_path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(state, indent=1))
+            tmp.replace(self.state_path)
 
 
 def stem_of(key: str) -> str:
