@@ -251,3 +251,31 @@ def test_a_response_lost_at_the_end_of_the_capture_says_so() -> None:
     (ex,) = w.exchanges()
     assert not ex.complete
     assert [d.code for d in ex.diagnostics] == ["http.response_lost"]
+
+
+def test_a_request_whose_acknowledgment_the_capture_cannot_tell_pairs_if_oldest() -> None:
+    """The last chunk of a response is lost (a TLS record the capture missed): the next
+    request acknowledges bytes whose plaintext offset is unknown (-1), yet it is the only
+    request waiting, so the response the server sent after receiving it answers it."""
+    w = Wire()
+    w.send(0, request("/a"))
+    w.send(1, CHUNKED_HEAD + b"3\r\nabc\r\n")
+    w.lose(1, b"0\r\n\r\n")
+    w.send(0, request("/b", b"two"), acked=-1)
+    w.send(1, b"".join(response(201, b"second")))
+    events = w.close()
+    assert responses(events) == [(0, 200), (1, 201)]
+    by_stream = {ex.stream: ex for ex in w.exchanges()}
+    assert not by_stream[0].complete
+    assert by_stream[1].complete and by_stream[1].response is not None
+
+
+def test_an_unknown_acknowledgment_behind_another_waiting_request_stays_unpaired() -> None:
+    w = Wire()
+    w.send(0, request("/a"))
+    w.lose(1, b"".join(response(200, b"first")))
+    w.send(0, request("/b"), acked=-1)
+    w.send(1, b"".join(response(201, b"second")))
+    events = w.close()
+    assert responses(events) == [(-1, 201)]
+    assert (-1, "http.unpaired_response") in notes(events)

@@ -922,3 +922,40 @@ def test_acks_captured_before_their_data_lose_nothing_and_keep_causal_order(
             assert e.acked <= delivered[1 - e.direction]  # the peer's bytes came first
             delivered[e.direction] = e.offset + len(e.data)
     assert "tcp.gap" not in codes(events[0].connection)
+
+
+def test_a_lost_syn_ack_is_learned_from_the_handshake_ack() -> None:
+    """The client's bare ACK right after its SYN acknowledges the server's SYN: the server's
+    first byte is known, so its first segment lost later is a gap at offset 0, and what the
+    client's requests acknowledge is known from the start."""
+    r = TcpReassembler()
+    events = run(
+        r,
+        [
+            seg("c", 1000, 0, SYN, ts=0.1),  # the SYN+ACK (5000) is not in the capture
+            seg("c", 1001, 5001, ACK, ts=0.3),
+            seg("c", 1001, 5001, ACK | PSH, b"GET /a", ts=0.4),
+            # the server's first response (5001..5011) is lost too
+            seg("c", 1007, 5011, ACK | PSH, b"GET /b", ts=0.6),
+            seg("s", 5011, 1013, ACK | PSH, b"second", ts=0.7),
+            seg("s", 5017, 1013, ACK | FIN, ts=0.8),
+        ],
+    )
+    data = [e for e in events if isinstance(e, StreamData)]
+    assert [(e.direction, e.offset, e.acked) for e in data] == [(0, 0, 0), (0, 6, 10), (1, 10, 12)]
+    assert ("gap", 1, 10, 0) in summary(events)
+
+
+def test_only_the_bare_ack_after_the_syn_tells_the_servers_start() -> None:
+    """A client data segment's ACK may cover server bytes the capture lost: not a start."""
+    r = TcpReassembler()
+    events = run(
+        r,
+        [
+            seg("c", 1000, 0, SYN, ts=0.1),
+            seg("c", 1001, 5011, ACK | PSH, b"HELO", ts=0.4),  # the server spoke first
+            seg("s", 5011, 1005, ACK | PSH, b"ok", ts=0.5),
+        ],
+    )
+    data = [e for e in events if isinstance(e, StreamData)]
+    assert [(e.direction, e.offset, e.acked) for e in data] == [(0, 0, -1), (1, 0, 4)]

@@ -18,7 +18,10 @@ starting below the response's ``acked``. The rule pairs the response with that r
 only when everything fits that picture:
 
 * the server had ``r``'s whole head and no byte after ``r``'s end (``head_end <= acked <= end``);
-* ``r`` was sent before the client saw this response (``r.acked <= offset``);
+* ``r`` was sent before the client saw this response (``r.acked <= offset``). When the capture
+  cannot tell ``r.acked`` (the client acknowledged response bytes the capture lost, as when
+  the last TLS record of the previous response is lost), ``r`` must be the oldest request
+  waiting: then no other request is left for the response to answer;
 * every older request left unanswered has its response in a response-direction gap: the
   client's ``acked`` grew between it and the next request (it received something), and a gap
   lies in that window of the response stream; those requests end with ``http.response_lost``.
@@ -197,7 +200,7 @@ class Pairing:
                 f"the server had received {acked} request bytes, which does not end within "
                 f"request {r.stream} (bytes {r.start}..{r.end if r.end >= 0 else '?'})"
             )
-        if r.acked < 0 or r.acked > offset:
+        if r.acked > offset or (r.acked < 0 and k > 0):
             return f"request {r.stream} was not sent before this response arrived"
         older = [e for e in entries[:k] if isinstance(e, Pending)] + [r]
         for q, nxt in itertools.pairwise(older):

@@ -29,7 +29,8 @@ Roles
 Sequence space
     RFC 9293 §3.4: "all arithmetic dealing with sequence numbers must be performed modulo 2^32";
     each direction maps sequence numbers to a 64-bit byte offset from its first byte (the byte
-    after the SYN, or the first captured one when the SYN was not captured). Comparisons take the
+    after the SYN; when the capture lost the SYN+ACK, the byte the client's handshake ACK
+    acknowledges; else the first captured one). Comparisons take the
     nearer of the two ways round the circle. "The SYN is considered to occur before the first
     actual data octet of the segment in which it occurs, while the FIN is considered to occur
     after the last actual data octet": each consumes one sequence number and no offset.
@@ -215,6 +216,8 @@ class TcpReassembler(DirectionRules):
             nxt = p.nxt
             if ack == nxt:
                 acked = p.off
+            elif nxt < 0:
+                acked = _handshake_ack(h, seq, ack, payload)
             elif nxt >= 0:
                 if (ack - nxt) & SEQ_MASK < SEQ_HALF and not p.ended:
                     return self._ack_then_data(h, seq, ack, payload, ts, packet)
@@ -329,7 +332,9 @@ class TcpReassembler(DirectionRules):
         acked = -1
         if flags & ACK:  # first: what it acknowledges was sent before this segment
             p = h.peer
-            if p.nxt >= 0:
+            if p.nxt < 0 and not flags & SYN:
+                acked = _handshake_ack(h, seq, ack, payload)
+            elif p.nxt >= 0:
                 if not p.ended and (ack - p.nxt) & SEQ_MASK < SEQ_HALF:
                     acked = p.acked_end(ack & SEQ_MASK)
                     self._hint(p, acked, ts, packet, out)
@@ -492,6 +497,20 @@ class TcpReassembler(DirectionRules):
                     )
                 )
         out.append(ConnectionClosed(connection=conn, ts=ts))
+
+
+def _handshake_ack(h: Half, seq: int, ack: int, payload: bytes) -> int:
+    """The peer's start learned from the third segment of a handshake whose SYN+ACK the
+    capture lost: a bare ACK right after this direction's SYN (``seq`` = ISN + 1, no data)
+    acknowledges the peer's SYN, so the peer's first byte is ``ack`` (RFC 9293 §3.5). Its
+    ``acked`` (0), or -1 when the segment is not that ACK (then nothing is learned: a later
+    ACK may also cover data of the peer that the capture lost)."""
+    p = h.peer
+    if payload or h.isn is None or p.isn is not None or seq != (h.isn + 1) & SEQ_MASK:
+        return -1
+    p.isn = (ack - 1) & SEQ_MASK
+    p.start(ack)
+    return p.off
 
 
 def _is_new_syn(h: Half, seq: int) -> bool:
