@@ -20,8 +20,10 @@ The client's first message is ``setup`` (model, ``generationConfig``, ``systemIn
   ``sessionResumptionUpdate`` handle goes to the call's ids.
 
 As for every session family, a message lost or undecodable since the previous turn makes
-the call incomplete with the reason. Gemini Live's turns carry no finish reason of their own:
-``finish_reasons`` stays empty unless ``interrupted`` said so.
+the call incomplete with the reason, and so do a lost client message earlier in the session
+(it may have been a ``setup``) and a cut handshake (:mod:`agentshark.apis.session_evidence`).
+Gemini Live's turns carry no finish reason of their own: ``finish_reasons`` stays empty unless
+``interrupted`` said so.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from agentshark.apis.model import (
     ToolCallResponsePart,
     Usage,
 )
+from agentshark.apis.session_evidence import CONFIG_LOST, handshake_cut, loss_points
 from agentshark.errors import Diagnostic
 from agentshark.framing.websocket import BINARY, TEXT
 from agentshark.model import Exchange, WsRecord
@@ -90,6 +93,8 @@ class _Live:
     audio_out: list[tuple[str, str | None]] = field(default_factory=list)  # (base64, mime)
     said: list[str] = field(default_factory=list)  # outputTranscription pieces
     lost: list[str] = field(default_factory=list)
+    config_lost: str = ""  # why the setup in force is uncertain (session_evidence)
+    later: list[str] = field(default_factory=list)  # client losses during a call: the next's
     pending: list[Diagnostic] = field(default_factory=list)
     ids: dict[str, str] = field(default_factory=dict)
     calls: list[Call] = field(default_factory=list)
@@ -98,31 +103,44 @@ class _Live:
 def live_calls(exchange: Exchange, next_id: Callable[[], str]) -> list[Call]:
     """The calls (one per model turn) of a Gemini Live session's exchange, in order."""
     s = _Live(exchange, next_id)
-    for record in exchange.messages or ():
+    records = exchange.messages or []
+    points = loss_points(records)
+    moved = {j for lost in points.values() for j in lost}
+    for j in points.get(-1, ()):
+        _lost(s, records[j])
+    for i, record in enumerate(records):
         m = record.message
-        if m.opcode not in (TEXT, BINARY):
-            continue
-        event = _event(record)
         codes = {d.code for d in record.diagnostics}
-        lost = event is None or bool(codes & {"ws.gap", "ws.undecodable"})
-        if lost or "ws.suspect" in codes:
-            who = "client" if m.direction == 0 else "server"
-            s.lost.append(
-                f"a {who} message at {m.offset} was lost, is not a JSON object or "
-                "sits on a stream that lost frames"
-            )
-        if event is None or lost:
-            continue
-        if m.direction == 0:
-            _client(s, event, m.first_ts)
-        else:
-            _server(s, event, m.first_ts, m.last_ts)
+        data = m.opcode in (TEXT, BINARY)
+        event = _event(record) if data else None
+        lost = (data and event is None) or bool(codes & {"ws.gap", "ws.undecodable"})
+        if (lost and i not in moved) or "ws.suspect" in codes:
+            _lost(s, record)
+        if event is not None and not lost:
+            if m.direction == 0:
+                _client(s, event, m.first_ts)
+            else:
+                _server(s, event, m.first_ts, m.last_ts)
+        for j in points.get(i, ()):  # lost bytes sent after this message
+            _lost(s, records[j])
     if s.call is not None:
         _end(s, None, None)
     if not any(r.message.last_ts for r in exchange.messages or ()):
         for call in s.calls:
             call.timing = Timing()  # a message log keeps no times
     return s.calls
+
+
+def _lost(s: _Live, record: WsRecord) -> None:
+    m = record.message
+    who = "client" if m.direction == 0 else "server"
+    lost = s.later if m.direction == 0 and s.call is not None else s.lost
+    lost.append(
+        f"a {who} message at {m.offset} was lost, is not a JSON object or "
+        "sits on a stream that lost frames"
+    )
+    if m.direction == 0 or any(d.code == "ws.suspect" for d in record.diagnostics):
+        s.config_lost = CONFIG_LOST.format(offset=m.offset)
 
 
 def _client(s: _Live, event: dict[str, Json], ts: float) -> None:
@@ -236,6 +254,11 @@ def _content(s: _Live, content: dict[str, Json], first: float, last: float) -> N
 def _start(s: _Live, ts: float) -> None:
     if s.call is not None:
         _end(s, None, None)
+    s.lost.extend(s.later)
+    s.later = []
+    for why in (s.config_lost, handshake_cut(s.exchange)):
+        if why and why not in s.lost:
+            s.lost.append(why)
     call = Call(
         id=s.next_id(), exchange_id=s.exchange.id, api=API, provider="gcp.gemini", stream=True
     )

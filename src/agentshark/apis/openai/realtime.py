@@ -25,7 +25,9 @@ started it on its own, as with voice activity detection) to ``response.done``:
 
 A call is complete only when ``response.done`` said ``completed`` and no message of either
 direction between the previous response and this one's end was lost or undecodable (a gap
-can hold an input item or a delta).
+can hold an input item or a delta), no client message lost since the server last stated the
+whole session (it may have changed the configuration), and the handshake was not cut
+(:mod:`agentshark.apis.session_evidence`).
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ from agentshark.apis.openai.realtime_parts import (
     url_model,
     usage_of,
 )
+from agentshark.apis.session_evidence import CONFIG_LOST, handshake_cut, loss_points
 from agentshark.errors import Diagnostic
 from agentshark.framing.websocket import TEXT, WsMessage
 from agentshark.model import Exchange, WsRecord
@@ -108,6 +111,10 @@ class _Session:
     call: Call | None = None
     outputs: dict[str, _Output] = field(default_factory=dict)  # item id -> output
     lost: list[str] = field(default_factory=list)  # why the evidence since the last call is cut
+    config_lost: str = ""  # why the configuration in force is uncertain (session_evidence)
+    config_lost_at: int = -1  # the record whose arrival shows the lost message was sent
+    at: int = -1  # the record being read
+    later: list[str] = field(default_factory=list)  # client losses during a call: the next's
     pending_errors: list[Diagnostic] = field(default_factory=list)
     calls: list[Call] = field(default_factory=list)
 
@@ -115,15 +122,22 @@ class _Session:
 def session_calls(exchange: Exchange, next_id: Callable[[], str]) -> list[Call]:
     """The calls (one per response) of a Realtime session's exchange, in order."""
     s = _Session(exchange, next_id)
-    for record, event in _events(exchange):
-        if event is None or _suspect(record):
-            _lost(s, record)
-        if event is None:
-            continue
-        kind = event.get("type")
-        handler = _CLIENT.get(kind) if record.message.direction == 0 else _SERVER.get(kind)
-        if handler is not None:
-            handler(s, event, record.message)
+    records = exchange.messages or []
+    points = loss_points(records)
+    moved = {j for lost in points.values() for j in lost}
+    for j in points.get(-1, ()):
+        _lost(s, records[j], j)
+    for i, (record, event) in enumerate(_events(records)):
+        s.at = i
+        if (event is None and i not in moved) or _suspect(record):
+            _lost(s, record, i)
+        if event is not None:
+            kind = event.get("type")
+            handler = _CLIENT.get(kind) if record.message.direction == 0 else _SERVER.get(kind)
+            if handler is not None:
+                handler(s, event, record.message)
+        for j in points.get(i, ()):  # lost bytes sent after this message
+            _lost(s, records[j], j)
     if s.call is not None:  # the session ended before response.done
         _finish(s, None, None)
     if not any(r.message.first_ts or r.message.last_ts for r in exchange.messages or ()):
@@ -132,18 +146,20 @@ def session_calls(exchange: Exchange, next_id: Callable[[], str]) -> list[Call]:
     return s.calls
 
 
-def _events(exchange: Exchange) -> Iterator[tuple[WsRecord, dict[str, Json] | None]]:
-    """Each text message with its JSON event (None when it was cut or undecodable); binary
-    and control messages are not Realtime events."""
-    for record in exchange.messages or ():
+_NOT_AN_EVENT: dict[str, Json] = {}  # a binary or control message: no handler takes it
+
+
+def _events(records: list[WsRecord]) -> Iterator[tuple[WsRecord, dict[str, Json] | None]]:
+    """Each message with its JSON event: None when it was cut or undecodable, and for
+    binary and control messages (not Realtime events, not lost: see ``_lost``)."""
+    for record in records:
         m = record.message
         if any(d.code in ("ws.gap", "ws.undecodable") for d in record.diagnostics):
             yield record, None
-            continue
-        if m.opcode != TEXT:
-            continue
-        event = _event(m) if m.complete and not m.truncated else None
-        yield record, event
+        elif m.opcode != TEXT:
+            yield record, _NOT_AN_EVENT
+        else:
+            yield record, _event(m) if m.complete and not m.truncated else None
 
 
 def _event(m: WsMessage) -> dict[str, Json] | None:
@@ -162,15 +178,26 @@ def _suspect(record: WsRecord) -> bool:
     return any(d.code == "ws.suspect" for d in record.diagnostics)
 
 
-def _lost(s: _Session, record: WsRecord) -> None:
+def _lost(s: _Session, record: WsRecord, seen_at: int) -> None:
+    """A lost message, known to have been sent before record ``seen_at`` arrived."""
     m = record.message
     who = "client" if m.direction == 0 else "server"
-    why = "cut by a capture gap" if not m.complete else "not decodable"
-    if m.payload is not None and m.complete and not m.truncated:
-        why = "not a JSON object"
+    why = f"a {who} message at byte {m.offset} is "
     if _suspect(record):
-        why = "on a stream that lost frames around it"
-    s.lost.append(f"a {who} message at byte {m.offset} is {why}")
+        why += "on a stream that lost frames around it"
+    elif not m.complete:
+        why += "cut by a capture gap"
+    elif any(d.code == "ws.gap" for d in record.diagnostics):
+        why = f"{who} bytes before the message at byte {m.offset} were lost in a capture gap"
+    elif m.payload is not None and not m.truncated:
+        why += "not a JSON object"
+    else:
+        why += "not decodable"
+    lost = s.later if m.direction == 0 and s.call is not None else s.lost
+    lost.append(why)
+    if m.direction == 0 or _suspect(record):
+        s.config_lost = CONFIG_LOST.format(offset=m.offset)
+        s.config_lost_at = max(s.config_lost_at, seen_at)
 
 
 # -- client events ------------------------------------------------------------------------------
@@ -211,9 +238,13 @@ def _response_create(s: _Session, event: dict[str, Json], m: WsMessage) -> None:
 
 
 def _session_created(s: _Session, event: dict[str, Json], m: WsMessage) -> None:
+    """The server states the whole session in force: a lost update matters no more, if
+    this came after the lost message was surely sent."""
     session = event.get("session")
     if isinstance(session, dict):
         s.config = {**s.config, **session}
+        if s.at > s.config_lost_at:
+            s.config_lost = ""
         if isinstance(session.get("id"), str):
             s.config["id"] = session["id"]
 
@@ -344,6 +375,11 @@ _SERVER: dict[Json, _Handler] = {
 
 def _start(s: _Session, ts: float, overrides: dict[str, Json]) -> None:
     ex = s.exchange
+    s.lost.extend(s.later)
+    s.later = []
+    for why in (s.config_lost, handshake_cut(ex)):
+        if why and why not in s.lost:
+            s.lost.append(why)
     call = Call(id=s.next_id(), exchange_id=ex.id, api=API, provider=provider(ex), stream=True)
     call.operation = "chat"  # a generation on the session's conversation
     call.timing = Timing(started=ts)
