@@ -75,3 +75,16 @@ def test_malformed_items_are_skipped_with_their_path() -> None:
         "log.entries[0]._webSocketMessages[3]",
     ]
     assert websocket_messages({}, "p", diags) == [] and diags[-1].location == "p"
+
+
+def test_a_type_or_opcode_of_another_json_type_is_malformed() -> None:
+    """Fuzz finding: a list as ``type`` (unhashable) raised TypeError."""
+    diags: list[Diagnostic] = []
+    items = [
+        {"type": ["send"], "opcode": 1, "time": 1.0, "data": "a"},
+        {"type": "send", "opcode": [1], "time": 1.0, "data": "b"},
+        {"type": "send", "opcode": True, "time": 1.0, "data": "c"},
+        {"type": "send", "opcode": 1.0, "time": 1.0, "data": "d"},
+    ]
+    assert websocket_messages(items, "p", diags) == []
+    assert [d.location for d in diags] == ["p[0]", "p[1]", "p[2]", "p[3]"]

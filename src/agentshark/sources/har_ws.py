@@ -39,9 +39,12 @@ def websocket_messages(items: object, path: str, diags: list[Diagnostic]) -> lis
 
 
 def _message(item: dict[str, Any], where: str, n: int, diags: list[Diagnostic]) -> WsMessage | None:
-    direction = _DIRECTIONS.get(item.get("type"))  # type: ignore[arg-type]
-    opcode, data, ts = item.get("opcode"), item.get("data"), item.get("time")
-    if direction is None or opcode not in OPCODE_NAMES or not isinstance(data, str):
+    kind, data, ts = item.get("type"), item.get("data"), item.get("time")
+    direction = _DIRECTIONS.get(kind) if isinstance(kind, str) else None
+    opcode = item.get("opcode")
+    if not isinstance(opcode, int) or isinstance(opcode, bool) or opcode not in OPCODE_NAMES:
+        opcode = None
+    if direction is None or opcode is None or not isinstance(data, str):
         diags.append(_bad(where, "has no send/receive type, known opcode and string data"))
         return None
     if not isinstance(ts, int | float) or isinstance(ts, bool):
