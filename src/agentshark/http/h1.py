@@ -27,6 +27,10 @@ chunk framing, between messages) the message in progress ends incomplete, the ga
 whole messages (the pairing is told), and the parser looks for the next message start. Bytes
 that are not HTTP (a capture that starts mid-message, the bytes after such a gap) produce a
 :class:`ParseError`; the parser then looks for the next message start.
+
+What a request or status line and its fields say (the framing above, interim responses, the
+switch of protocols, trailers) is in :mod:`agentshark.http.h1_heads`; the per-direction state
+and the syntax are in ``h1_state`` and ``h1_syntax``.
 """
 
 from __future__ import annotations
@@ -36,39 +40,27 @@ from agentshark.http.events import (
     BodyGap,
     GapAffected,
     HttpEvent,
-    InformationalResponse,
     MessageEnded,
     ParseError,
-    ProtocolSwitched,
-    RequestHeaders,
-    ResponseHeaders,
 )
+from agentshark.http.h1_heads import MAX_HEAD, HeadSteps
 from agentshark.http.h1_pairing import Pairing, Pending
 from agentshark.http.h1_state import (
     DIRECT_STATES,
     Direction,
     State,
-    bad_head,
-    bad_length,
     resync,
     skipped,
     starts_message,
 )
 from agentshark.http.h1_syntax import (
     HEAD_END,
-    REQUEST_LINE,
-    STATUS_LINE,
     chunk_size,
-    content_length,
-    header_value,
     is_request_prefix,
-    last_transfer_coding,
     looks_like_response,
-    parse_headers,
 )
 from agentshark.model import Headers
 
-MAX_HEAD = 256 * 1024  # a head larger than this is not HTTP we can trust
 MAX_CHUNK_LINE = 4096
 
 
@@ -80,7 +72,7 @@ _CHUNK_CRLF = State.CHUNK_CRLF
 _UNTIL_CLOSE = State.UNTIL_CLOSE
 
 
-class H1Connection:
+class H1Connection(HeadSteps):
     """Both directions of one HTTP/1.x connection. Direction 0 is the client's."""
 
     def __init__(self) -> None:
@@ -389,125 +381,6 @@ class H1Connection:
             d.state = State.RESYNC
         return True
 
-    def _on_request_head(
-        self, d: Direction, head: bytes, started: float, ts: float, out: list[HttpEvent]
-    ) -> bool:
-        m = REQUEST_LINE.match(head)
-        if m is None:
-            out.append(bad_head(d, head, ts))
-            return False
-        headers = parse_headers(head[m.end() :])
-        method = m.group(1).decode("ascii")
-        stream = self._next_request
-        self._next_request += 1
-        d.stream = stream
-        request = Pending(stream, method, started, d.offset, d.offset + len(head), d.buf_acked)
-        self._request = request
-        self._pairing.request(request)
-        out.append(
-            RequestHeaders(
-                stream=stream,
-                method=method,
-                target=m.group(2).decode("latin-1"),
-                version=m.group(3).decode("ascii"),
-                headers=headers,
-                ts=started,
-            )
-        )
-        te = last_transfer_coding(headers)
-        if te is not None:
-            if te == "chunked":
-                self._start_chunked(d)
-            else:  # a request body framed by a coding we cannot delimit: lost sync
-                out.append(
-                    ParseError(
-                        response=False,
-                        message=f"request Transfer-Encoding {te!r} does not end in chunked",
-                        offset=d.offset,
-                        ts=ts,
-                    )
-                )
-                self._end_message(d, ts, out, complete=False)
-                return False
-            return True
-        length = content_length(headers)
-        if length is None or length == 0:
-            if length is None and header_value(headers, "content-length") is not None:
-                out.append(bad_length(d, headers, ts))
-            self._end_message(d, ts, out, complete=True)
-        else:
-            d.state = State.LENGTH
-            d.remaining = length
-        return True
-
-    def _on_response_head(
-        self, d: Direction, head: bytes, started: float, ts: float, out: list[HttpEvent]
-    ) -> bool:
-        m = STATUS_LINE.match(head)
-        if m is None:
-            out.append(bad_head(d, head, ts))
-            return False
-        headers = parse_headers(head[m.end() :])
-        status = int(m.group(2))
-        reason = (m.group(3) or b"").decode("latin-1")
-        version = m.group(1).decode("ascii")
-        if 100 <= status < 200 and status != 101:
-            stream = self._pairing.interim_stream()
-            out.append(
-                InformationalResponse(
-                    stream=stream, status=status, reason=reason, headers=headers, ts=started
-                )
-            )
-            return True
-        notes: list[GapAffected] = []
-        stream, method = self._pairing.answer(started, d.offset, d.buf_acked, ts, notes)
-        out.extend(notes)
-        d.stream = stream
-        out.append(
-            ResponseHeaders(
-                stream=stream,
-                status=status,
-                reason=reason,
-                version=version,
-                headers=headers,
-                ts=started,
-            )
-        )
-        if status == 101 or (method == "CONNECT" and 200 <= status < 300):
-            protocol = (
-                "tunnel" if status != 101 else (header_value(headers, "upgrade") or "").lower()
-            )
-            out.append(ProtocolSwitched(stream=stream, protocol=protocol or "unknown", ts=ts))
-            self._end_message(d, ts, out, complete=True)
-            self.switched = protocol or "unknown"
-            for side in self._dirs:
-                side.switched_bytes += len(side.buf)
-                side.offset += len(side.buf)
-                side.leftover, side.buf = side.buf, b""
-                side.state = State.SWITCHED
-            return True
-        if method == "HEAD" or status in (204, 304):
-            self._end_message(d, ts, out, complete=True)
-            return True
-        te = last_transfer_coding(headers)
-        if te == "chunked":
-            self._start_chunked(d)
-            return True
-        if te is not None:
-            d.state = State.UNTIL_CLOSE
-            return True
-        length = content_length(headers)
-        if length is None:
-            if header_value(headers, "content-length") is not None:
-                out.append(bad_length(d, headers, ts))
-            d.state = State.UNTIL_CLOSE
-        elif length == 0:
-            self._end_message(d, ts, out, complete=True)
-        else:
-            d.state = State.LENGTH
-            d.remaining = length
-        return True
-
     def _start_chunked(self, d: Direction) -> None:
         d.state = State.CHUNK_SIZE
         d.chunked_bytes = 0
@@ -516,27 +389,6 @@ class H1Connection:
         out.append(ParseError(response=d.response, message=why, offset=d.offset, ts=ts))
         self._end_message(d, ts, out, complete=False)
         d.state = State.RESYNC
-        return True
-
-    def _parse_trailers(self, d: Direction, ts: float, out: list[HttpEvent]) -> bool:
-        buf = d.buf
-        if buf[:2] == b"\r\n" or buf[:1] == b"\n":
-            n = 2 if buf[:1] == b"\r" else 1
-            d.buf = buf[n:]
-            d.offset += n
-            d.chunked_bytes += n
-            self._end_message(d, ts, out, complete=True)
-            return True
-        m = HEAD_END.search(buf)
-        if m is None:
-            if len(buf) > MAX_HEAD:
-                return self._chunk_error(d, ts, out, "trailer section too long")
-            return False
-        block = buf[: m.end()]
-        d.buf = buf[m.end() :]
-        d.offset += len(block)
-        d.chunked_bytes += len(block)
-        self._end_message(d, ts, out, complete=True, trailers=parse_headers(block))
         return True
 
     def _end_message(
