@@ -26,7 +26,7 @@ from agentshark.http.sniff import SNIFF_BYTES, sniff
 from agentshark.model import Exchange
 from agentshark.net.events import Connection, format_endpoint
 from agentshark.pipeline.reports import ConnectionReport
-from agentshark.pipeline.websocket import WebSocketSession, h2_websocket
+from agentshark.pipeline.websocket import WebSocketSession, WsProgress, h2_websocket
 from agentshark.tls.events import TlsGap, TlsPlaintext
 from agentshark.tls.keylog import KeyLog
 from agentshark.tls.session import TlsConnection
@@ -50,6 +50,7 @@ class HttpSession:
         "_h1",
         "_h2",
         "_make_assembler",
+        "_outbox",
         "_ws",
         "diagnostics",
         "exchanges",
@@ -61,8 +62,10 @@ class HttpSession:
         make_assembler: Callable[[str], ExchangeAssembler],
         *,
         expect_preface: bool = True,
+        outbox: Callable[[WsProgress], None] | None = None,
     ) -> None:
         self._make_assembler = make_assembler
+        self._outbox = outbox  # where an open WebSocket session puts its progress
         self._h1: H1Connection | None = None
         self._h2: H2Connection | None = None
         if version == "h2":
@@ -173,7 +176,7 @@ class HttpSession:
         if upgraded is None:  # the 101's exchange is still with the assembler: not ours
             return done
         self.exchanges -= 1  # counted when it is given out, with its messages
-        self._ws = WebSocketSession(upgraded)
+        self._ws = WebSocketSession(upgraded, outbox=self._outbox)
         for direction, data in enumerate(self._h1.take_switched()):
             if data:
                 self._ws.feed(direction, data, ts)
@@ -190,6 +193,7 @@ class _Plain:
         "_events",
         "_heads",
         "_make_assembler",
+        "_outbox",
         "_swap",
         "_tls_allowed",
         "protocol",
@@ -204,8 +208,10 @@ class _Plain:
         swap_allowed: bool,
         tls_allowed: bool,
         alpn: str | None = None,
+        outbox: Callable[[WsProgress], None] | None = None,
     ) -> None:
         self._make_assembler = make_assembler
+        self._outbox = outbox
         self._swap = swap_allowed
         self._tls_allowed = tls_allowed
         self._alpn = alpn
@@ -291,7 +297,7 @@ class _Plain:
         if swap:
             events = [(kind, 1 - d, value, ts, acked) for kind, d, value, ts, acked in events]
         version: HttpVersion = "http/1.1" if protocol == "http/1.1" else "h2"
-        self.session = HttpSession(version, self._make_assembler)
+        self.session = HttpSession(version, self._make_assembler, outbox=self._outbox)
         return replay(self, events)
 
 
@@ -312,7 +318,17 @@ def replay(target: _Plain | ConnectionAnalyzer, events: list[_Held]) -> list[Exc
 class ConnectionAnalyzer:
     """Everything above TCP for one connection; see the module docstring."""
 
-    __slots__ = ("_conn", "_inner", "_keylog", "_location", "_next_id", "_outer", "_source", "_tls")
+    __slots__ = (
+        "_conn",
+        "_inner",
+        "_keylog",
+        "_location",
+        "_next_id",
+        "_outbox",
+        "_outer",
+        "_source",
+        "_tls",
+    )
 
     def __init__(
         self,
@@ -321,8 +337,12 @@ class ConnectionAnalyzer:
         next_id: Callable[[], str],
         name: str,
         keylog: KeyLog,
+        outbox: Callable[[WsProgress], None] | None = None,
     ) -> None:
+        """``outbox``: where WebSocket sessions put their progress (:class:`WsProgress`),
+        for a caller that reads their calls while they are open."""
         self._conn = conn
+        self._outbox = outbox
         self._source = source
         self._next_id = next_id
         self._keylog = keylog
@@ -331,6 +351,7 @@ class ConnectionAnalyzer:
             self._http_assembler,
             swap_allowed=not conn.handshake_seen,
             tls_allowed=True,
+            outbox=outbox,
         )
         self._tls: TlsConnection | None = None
         self._inner: _Plain | None = None
@@ -429,6 +450,7 @@ class ConnectionAnalyzer:
             swap_allowed=False,
             tls_allowed=False,
             alpn=self._tls.info.alpn,
+            outbox=self._outbox,
         )
         return inner
 

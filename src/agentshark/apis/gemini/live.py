@@ -50,7 +50,7 @@ from agentshark.errors import Diagnostic
 from agentshark.framing.websocket import BINARY, TEXT
 from agentshark.model import Exchange, WsRecord
 
-__all__ = ["API", "is_live", "live_calls"]
+__all__ = ["API", "LiveCalls", "is_live", "live_calls"]
 
 API = "gemini.live"
 
@@ -93,17 +93,41 @@ class _Live:
     pending: list[Diagnostic] = field(default_factory=list)
     ids: dict[str, str] = field(default_factory=dict)
     calls: list[Call] = field(default_factory=list)
+    given: int = 0  # calls final and given out: never changed again
 
 
 def live_calls(exchange: Exchange, next_id: Callable[[], str]) -> list[Call]:
     """The calls (one per model turn) of a Gemini Live session's exchange, in order."""
-    s = _Live(exchange, next_id)
-    for record in exchange.messages or ():
+    reader = LiveCalls(exchange, next_id)
+    calls = [call for record in exchange.messages or () for call in reader.feed(record)]
+    return calls + reader.close()
+
+
+class LiveCalls:
+    """A Live session read message by message (sans-I/O): each turn's call comes out of
+    :meth:`feed` once final, the one still open out of :meth:`close`. A turn is final at its
+    end (``turnComplete``, a ``toolCall``, ``interrupted``, or the input that starts the next
+    turn) when its usage came with it (the API sends ``usageMetadata`` with
+    ``turnComplete``); one ended without usage waits for a ``usageMetadata`` until the next
+    turn starts. A call given out is never changed: a later ``usageMetadata`` is said
+    (``live.late_usage``). A call made while no message had a time (a message log) has no
+    times."""
+
+    __slots__ = ("_s", "_timed")
+
+    def __init__(self, exchange: Exchange, next_id: Callable[[], str]) -> None:
+        self._s = _Live(exchange, next_id)
+        self._timed = False  # a message had a time
+
+    def feed(self, record: WsRecord) -> list[Call]:
+        """The calls ``record`` (the next message read, either direction) makes final."""
+        s = self._s
         m = record.message
+        self._timed = self._timed or bool(m.last_ts)
         if m.opcode not in (TEXT, BINARY):
-            continue
+            return []
         event = _event(record)
-        codes = {d.code for d in record.diagnostics}
+        codes = {d.code for d in record.diagnostics} if record.diagnostics else set()
         lost = event is None or bool(codes & {"ws.gap", "ws.undecodable"})
         if lost or "ws.suspect" in codes:
             who = "client" if m.direction == 0 else "server"
@@ -112,17 +136,33 @@ def live_calls(exchange: Exchange, next_id: Callable[[], str]) -> list[Call]:
                 "sits on a stream that lost frames"
             )
         if event is None or lost:
-            continue
+            return []
         if m.direction == 0:
             _client(s, event, m.first_ts)
         else:
             _server(s, event, m.first_ts, m.last_ts)
-    if s.call is not None:
-        _end(s, None, None)
-    if not any(r.message.last_ts for r in exchange.messages or ()):
-        for call in s.calls:
-            call.timing = Timing()  # a message log keeps no times
-    return s.calls
+        return self._new()
+
+    def close(self) -> list[Call]:
+        """The session ended: the calls not given out yet."""
+        s = self._s
+        if s.call is not None:
+            _end(s, None, None)
+        return self._new(final=True)
+
+    def _new(self, *, final: bool = False) -> list[Call]:
+        s = self._s
+        end = len(s.calls)
+        if not final and end and s.call is None and s.calls[-1].usage is None:
+            end -= 1  # its usageMetadata may follow
+        if end <= s.given:
+            return []
+        new = s.calls[s.given : end]
+        s.given = end
+        if not self._timed:
+            for call in new:
+                call.timing = Timing()  # a message log keeps no times
+        return new
 
 
 def _client(s: _Live, event: dict[str, Json], ts: float) -> None:
@@ -189,9 +229,19 @@ def _server(s: _Live, event: dict[str, Json], first: float, last: float) -> None
         _end(s, None, last)
     usage = event.get("usageMetadata")
     if isinstance(usage, dict):
-        target = s.call or (s.calls[-1] if s.calls else None)
+        target = s.call or (s.calls[-1] if len(s.calls) > s.given else None)
         if target is not None:
             target.usage = _usage(usage)
+        elif s.calls:
+            s.pending.append(
+                Diagnostic(
+                    code="live.late_usage",
+                    message="a usageMetadata came after the last turn had its usage and "
+                    "was final: it is not added to it",
+                    location=f"{s.exchange.id} server websocket",
+                    severity="info",
+                )
+            )
     resumption = event.get("sessionResumptionUpdate")
     if isinstance(resumption, dict) and isinstance(resumption.get("newHandle"), str):
         s.ids["live_resumption_handle"] = resumption["newHandle"]

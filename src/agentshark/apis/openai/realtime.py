@@ -30,7 +30,7 @@ can hold an input item or a delta).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -62,7 +62,7 @@ from agentshark.errors import Diagnostic
 from agentshark.framing.websocket import TEXT, WsMessage
 from agentshark.model import Exchange, WsRecord
 
-__all__ = ["API", "is_realtime", "session_calls"]
+__all__ = ["API", "RealtimeCalls", "is_realtime", "session_calls"]
 
 API = "openai.realtime"
 _SERVER_FIRST = ("session.created", "transcription_session.created")
@@ -114,36 +114,92 @@ class _Session:
 
 def session_calls(exchange: Exchange, next_id: Callable[[], str]) -> list[Call]:
     """The calls (one per response) of a Realtime session's exchange, in order."""
-    s = _Session(exchange, next_id)
-    for record, event in _events(exchange):
+    reader = RealtimeCalls(exchange, next_id)
+    calls = [call for record in exchange.messages or () for call in reader.feed(record)]
+    return calls + reader.close()
+
+
+class RealtimeCalls:
+    """A Realtime session read message by message (sans-I/O): each call comes out of
+    :meth:`feed` with the message that makes it final, the one still open out of
+    :meth:`close`. A call is final, and never changed after, at its ``response.done`` (or
+    the ``response.create`` that cuts it short), except that a call whose input holds
+    committed audio still waiting for its transcription, in a session that asked for one
+    (``input_audio_transcription``, GA ``audio.input.transcription``), waits for it until
+    the next response starts; a transcription later than that is said on the next call
+    (``realtime.late_transcription``), not added. A call made while no message had a time
+    (a message log) has no times."""
+
+    __slots__ = ("_given", "_s", "_timed")
+
+    def __init__(self, exchange: Exchange, next_id: Callable[[], str]) -> None:
+        self._s = _Session(exchange, next_id)
+        self._given = 0  # calls of _s.calls given out
+        self._timed = False  # a message had a time
+
+    def feed(self, record: WsRecord) -> list[Call]:
+        """The calls ``record`` (the next message read, either direction) makes final."""
+        s = self._s
+        m = record.message
+        self._timed = self._timed or bool(m.first_ts or m.last_ts)
+        if any(d.code in ("ws.gap", "ws.undecodable") for d in record.diagnostics):
+            event = None
+        elif m.opcode != TEXT:
+            return []  # binary and control messages are not Realtime events
+        else:
+            event = _event(m) if m.complete and not m.truncated else None
         if event is None or _suspect(record):
             _lost(s, record)
-        if event is None:
-            continue
-        kind = event.get("type")
-        handler = _CLIENT.get(kind) if record.message.direction == 0 else _SERVER.get(kind)
-        if handler is not None:
-            handler(s, event, record.message)
-    if s.call is not None:  # the session ended before response.done
-        _finish(s, None, None)
-    if not any(r.message.first_ts or r.message.last_ts for r in exchange.messages or ()):
-        for call in s.calls:  # a message log keeps no times: none is known, none is 0.0
-            call.timing = Timing()
-    return s.calls
+        if event is not None:
+            kind = event.get("type")
+            handler = _CLIENT.get(kind) if m.direction == 0 else _SERVER.get(kind)
+            if handler is not None:
+                handler(s, event, m)
+        return self._new()
+
+    def close(self) -> list[Call]:
+        """The session ended: the calls not given out yet."""
+        s = self._s
+        if s.call is not None:  # the session ended before response.done
+            _finish(s, None, None)
+        return self._new(final=True)
+
+    def _new(self, *, final: bool = False) -> list[Call]:
+        s = self._s
+        calls = s.calls
+        end = len(calls)
+        if not final and end and s.call is None and _awaits_transcript(s, calls[-1]):
+            end -= 1
+        if end <= self._given:
+            return []
+        new = calls[self._given : end]
+        self._given = end
+        for call in new:
+            for part in _input_audio(call):
+                s.audio_items = {k: p for k, p in s.audio_items.items() if p is not part}
+            if not self._timed:
+                call.timing = Timing()  # a message log keeps no times: none is 0.0
+        return new
 
 
-def _events(exchange: Exchange) -> Iterator[tuple[WsRecord, dict[str, Json] | None]]:
-    """Each text message with its JSON event (None when it was cut or undecodable); binary
-    and control messages are not Realtime events."""
-    for record in exchange.messages or ():
-        m = record.message
-        if any(d.code in ("ws.gap", "ws.undecodable") for d in record.diagnostics):
-            yield record, None
-            continue
-        if m.opcode != TEXT:
-            continue
-        event = _event(m) if m.complete and not m.truncated else None
-        yield record, event
+def _input_audio(call: Call) -> list[BlobPart]:
+    return [
+        p
+        for m in call.input_messages
+        for p in m.parts
+        if isinstance(p, BlobPart) and p.provider_details.get("source") == "input_audio_buffer"
+    ]
+
+
+def _awaits_transcript(s: _Session, call: Call) -> bool:
+    """Does ``call`` hold input audio whose asked-for transcription has not come yet?"""
+    audio = s.config.get("audio")
+    given = audio.get("input") if isinstance(audio, dict) else None
+    asked = s.config.get("input_audio_transcription") or (
+        given.get("transcription") if isinstance(given, dict) else None
+    )
+    waiting = [p for p in s.audio_items.values() if "transcript" not in p.provider_details]
+    return bool(asked) and any(p is w for p in _input_audio(call) for w in waiting)
 
 
 def _event(m: WsMessage) -> dict[str, Json] | None:
@@ -233,6 +289,15 @@ def _transcription(s: _Session, event: dict[str, Json], m: WsMessage) -> None:
     part = s.audio_items.get(item_id) if isinstance(item_id, str) else None
     if part is not None and isinstance(transcript, str):
         part.provider_details["transcript"] = transcript
+    elif isinstance(transcript, str) and isinstance(item_id, str):
+        late = Diagnostic(
+            code="realtime.late_transcription",
+            message=f"the transcription of input audio item {item_id!r} came after the call "
+            "holding it was final: it is not added to that call",
+            location=f"{s.exchange.id} server websocket byte {m.offset}",
+            severity="info",
+        )
+        (s.call.diagnostics if s.call is not None else s.pending_errors).append(late)
 
 
 def _response_created(s: _Session, event: dict[str, Json], m: WsMessage) -> None:
