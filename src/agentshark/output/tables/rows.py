@@ -82,8 +82,10 @@ def _ws_message(exchange_id: str, index: int, m: dict[str, Any]) -> Row:
     }
 
 
-_WS_FIELDS = ("direction", "type", "frames", "size", "wire_size", "compressed", "complete")
-_WS_FIELDS += ("truncated", "decoded")
+_WS_FIELDS = (
+    *("direction", "type", "frames", "size", "wire_size", "compressed", "complete"),
+    *("truncated", "decoded"),
+)
 _WS_OPTIONAL = ("close_code", "close_reason", "text", "base64", "payload_cut")
 
 
