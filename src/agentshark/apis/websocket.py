@@ -6,7 +6,9 @@ A session is told from its handshake and first messages, in this order:
 1. OpenAI Realtime when the handshake went to ``…/realtime``;
 2. Gemini Live when the client's first message is a ``setup``;
 3. OpenAI Realtime when the server's first text message is ``session.created``
-   (:func:`~agentshark.apis.openai.realtime.is_realtime`);
+   (:func:`~agentshark.apis.openai.realtime.is_realtime`), or, in a session seen from its
+   middle (no handshake: no request), any Realtime server event (its first call is then
+   incomplete: the session's start is not seen);
 4. no family otherwise (its messages stay in the exchange).
 
 Until the first client message and the first server text message are both seen, the
@@ -21,9 +23,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from urllib.parse import urlsplit
 
+import orjson
+
 from agentshark.apis.gemini.live import LiveCalls, is_live
 from agentshark.apis.model import Call
-from agentshark.apis.openai.realtime import RealtimeCalls, is_realtime
+from agentshark.apis.openai.realtime import RealtimeCalls, is_realtime, is_realtime_event
 from agentshark.framing.websocket import TEXT
 from agentshark.model import Exchange, WsRecord
 
@@ -84,10 +88,23 @@ class SessionCalls:
             self._decide(LiveCalls(ex, self._next_id))
         elif self._server is not None and is_realtime(self._probe([self._server])):
             self._decide(RealtimeCalls(ex, self._next_id))
+        elif self._server is not None and ex.request is None and self._midway():
+            self._decide(RealtimeCalls(ex, self._next_id, from_middle=True))
         else:
             self._decide(None)
         held, self._held = self._held, []
         return self.feed(held)
+
+    def _midway(self) -> bool:
+        """The first server text message of a session seen from its middle: a Realtime
+        server event?"""
+        assert self._server is not None
+        payload = self._server.message.payload
+        try:
+            event = orjson.loads(payload) if payload is not None else None
+        except orjson.JSONDecodeError:
+            return False
+        return isinstance(event, dict) and is_realtime_event(event)
 
     def _decide(self, reader: _Reader | None) -> None:
         self._reader = reader

@@ -15,6 +15,7 @@ and the other direction decides; the gap itself is replayed into the parser like
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Literal
 
 from agentshark.errors import Diagnostic
@@ -26,7 +27,7 @@ from agentshark.http.sniff import SNIFF_BYTES, sniff
 from agentshark.model import Exchange
 from agentshark.net.events import Connection, format_endpoint
 from agentshark.pipeline.reports import ConnectionReport
-from agentshark.pipeline.websocket import WebSocketSession, WsProgress, h2_websocket
+from agentshark.pipeline.websocket import NO_HANDSHAKE, WebSocketSession, WsProgress, h2_websocket
 from agentshark.tls.events import TlsGap, TlsPlaintext
 from agentshark.tls.keylog import KeyLog
 from agentshark.tls.session import TlsConnection
@@ -63,7 +64,9 @@ class HttpSession:
         *,
         expect_preface: bool = True,
         outbox: Callable[[WsProgress], None] | None = None,
+        websocket: bool = False,
     ) -> None:
+        """``websocket``: the connection is a WebSocket seen from its middle (no handshake)."""
         self._make_assembler = make_assembler
         self._outbox = outbox  # where an open WebSocket session puts its progress
         self._h1: H1Connection | None = None
@@ -77,10 +80,16 @@ class HttpSession:
         self._ws: WebSocketSession | None = None
         self.diagnostics: list[Diagnostic] = []
         self.exchanges = 0
+        if websocket:
+            exchange = self._assembler.headless_session("websocket", NO_HANDSHAKE)
+            exchange.diagnostics = [replace(NO_HANDSHAKE, location=f"{exchange.id} websocket")]
+            self._ws = WebSocketSession(exchange, outbox=outbox, headless=True)
 
     @property
     def switched(self) -> str | None:
-        return self._h1.switched if self._h1 is not None and self._h2 is None else None
+        if self._h1 is None or self._h2 is not None:
+            return None
+        return self._h1.switched or ("websocket" if self._ws is not None else None)
 
     @property
     def switched_bytes(self) -> tuple[int, int]:
@@ -291,13 +300,18 @@ class _Plain:
         self.protocol = protocol
         self.swapped = swap
         self._heads = _NO_HEADS
-        if protocol not in ("http/1.1", "h2c", "h2"):
+        if protocol not in ("http/1.1", "h2c", "h2", "websocket"):
             return []
         events = self.held()
         if swap:
             events = [(kind, 1 - d, value, ts, acked) for kind, d, value, ts, acked in events]
-        version: HttpVersion = "http/1.1" if protocol == "http/1.1" else "h2"
-        self.session = HttpSession(version, self._make_assembler, outbox=self._outbox)
+        version: HttpVersion = "h2" if protocol in ("h2c", "h2") else "http/1.1"
+        self.session = HttpSession(
+            version,
+            self._make_assembler,
+            outbox=self._outbox,
+            websocket=protocol == "websocket",
+        )
         return replay(self, events)
 
 

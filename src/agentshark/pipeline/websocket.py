@@ -28,10 +28,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from agentshark.errors import Diagnostic
-from agentshark.framing.websocket import WsDirection, WsMessage, parse_deflate
+from agentshark.framing.websocket import Deflate, WsDirection, WsMessage, parse_deflate
 from agentshark.model import Exchange, WsRecord, header
 
-__all__ = ["MAX_KEPT", "MAX_MESSAGE", "WebSocketSession", "WsProgress", "h2_websocket"]
+__all__ = [
+    "MAX_KEPT",
+    "MAX_MESSAGE",
+    "NO_HANDSHAKE",
+    "WebSocketSession",
+    "WsProgress",
+    "h2_websocket",
+]
 
 MAX_MESSAGE = 1 << 20  # payload bytes kept per message
 MAX_KEPT = 64 << 20  # payload bytes kept per session
@@ -70,19 +77,23 @@ class WebSocketSession:
         *,
         max_payload: int = MAX_MESSAGE,
         outbox: Callable[[WsProgress], None] | None = None,
+        headless: bool = False,
     ) -> None:
+        """``headless``: the handshake is not in the capture (see :func:`headless`)."""
         self._exchange = exchange
         self._outbox = outbox
         self._sent = 0  # records put in the outbox so far
         response = exchange.response
         extensions = header(response.headers, "sec-websocket-extensions") if response else None
-        deflate = parse_deflate(extensions)
+        deflate = Deflate() if headless else parse_deflate(extensions)
         self._dirs = tuple(
             WsDirection(
                 d,
                 deflate=deflate,
                 max_payload=max_payload,
                 location=f"{exchange.id} {'client' if d == 0 else 'server'} websocket",
+                mid_stream=headless,
+                find_start=headless,
             )
             for d in (0, 1)
         )
@@ -179,6 +190,16 @@ class WebSocketSession:
         self._pending[1].clear()
         records = sorted(self._records, key=lambda r: (r.message.first_ts, r.message.direction))
         return replace(ex, messages=records, diagnostics=diags, session_complete=clean)
+
+
+NO_HANDSHAKE = Diagnostic(
+    code="ws.no_handshake",
+    message="a WebSocket seen from its middle: the HTTP handshake is not in the capture (its "
+    "URL, headers and extensions are unknown); a message with RSV1 set is read as "
+    "permessage-deflate with context takeover, undecodable when it refers to bytes sent "
+    "before the capture started",
+    location="websocket",
+)
 
 
 def h2_websocket(exchange: Exchange) -> Exchange:

@@ -62,10 +62,17 @@ from agentshark.errors import Diagnostic
 from agentshark.framing.websocket import TEXT, WsMessage
 from agentshark.model import Exchange, WsRecord
 
-__all__ = ["API", "RealtimeCalls", "is_realtime", "session_calls"]
+__all__ = ["API", "RealtimeCalls", "is_realtime", "is_realtime_event", "session_calls"]
 
 API = "openai.realtime"
 _SERVER_FIRST = ("session.created", "transcription_session.created")
+
+
+def is_realtime_event(event: dict[str, Json]) -> bool:
+    """An event only a Realtime server sends (the first one of a session seen from its
+    middle)."""
+    kind = event.get("type")
+    return isinstance(kind, str) and (kind in _SERVER or kind.startswith("response."))
 
 
 def is_realtime(exchange: Exchange) -> bool:
@@ -132,10 +139,17 @@ class RealtimeCalls:
 
     __slots__ = ("_given", "_s", "_timed")
 
-    def __init__(self, exchange: Exchange, next_id: Callable[[], str]) -> None:
+    def __init__(
+        self, exchange: Exchange, next_id: Callable[[], str], *, from_middle: bool = False
+    ) -> None:
+        """``from_middle``: the session's start is not in the capture (no handshake, no
+        ``session.created``): its configuration and earlier items are unknown, and the first
+        call's evidence is not whole."""
         self._s = _Session(exchange, next_id)
         self._given = 0  # calls of _s.calls given out
         self._timed = False  # a message had a time
+        if from_middle:
+            self._s.lost.append("the session started before the capture (no session.created)")
 
     def feed(self, record: WsRecord) -> list[Call]:
         """The calls ``record`` (the next message read, either direction) makes final."""
