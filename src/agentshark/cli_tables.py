@@ -40,16 +40,16 @@ _EPILOG = {
   duckdb -c "SELECT gen_ai_request_model, count(*) FROM 'tables/calls.parquet' GROUP BY 1"
 
 Writes DIR/<table>.parquet for every table (exchanges, calls, messages, parts, tool_calls,
-spans, traces, incidents, stream_events, connections, sources); docs/sql.md has the columns
-and queries.
+spans, traces, incidents, stream_events, ws_messages, connections, sources); docs/sql.md has
+the columns and queries.
 """,
     "duckdb": """examples:
   agentshark export duckdb agent.pcap --keylog keys.log -o agent.duckdb
   duckdb agent.duckdb -c "SELECT rule, count(*) FROM incidents GROUP BY 1"
 
 The tables (exchanges, calls, messages, parts, tool_calls, spans, traces, incidents,
-stream_events, connections, sources) carry their columns' meaning as comments; docs/sql.md
-has the columns and queries.
+stream_events, ws_messages, connections, sources) carry their columns' meaning as comments;
+docs/sql.md has the columns and queries.
 """,
 }
 _SUMMARY = {

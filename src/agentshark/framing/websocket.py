@@ -52,6 +52,7 @@ __all__ = [
     "WsDirection",
     "WsMessage",
     "WsOutput",
+    "looks_like_frames",
     "parse_deflate",
 ]
 
@@ -273,13 +274,45 @@ def _plausible(frame: _Frame, client: bool, deflate: bool) -> bool:
     return frame.opcode in _DATA and frame.length < 1 << 40
 
 
+def looks_like_frames(head: bytes, *, client: bool) -> bool:
+    """Do the first bytes of a direction whose handshake is not in the capture read as
+    WebSocket frames from ``client`` (masked) or the server (unmasked)? Every header from
+    byte 0 must be plausible (the direction's mask bit, no reserved bit but RSV1, a known
+    opcode, a control frame short and final), the first a data or control frame (a
+    continuation needs a message before it), each frame ending where the next header starts;
+    it takes two whole frames, or one that ends exactly where ``head`` does, and a whole
+    uncompressed text frame must be UTF-8. HTTP, TLS and HTTP/2 never pass: their first
+    bytes set reserved opcodes or bits."""
+    pos = whole = 0
+    while whole < 2:
+        frame = _header(bytearray(head[pos : pos + 14]), 0)
+        if frame is None:
+            break
+        if not _plausible(frame, client, True) or (pos == 0 and frame.opcode == CONTINUATION):
+            return False
+        end = pos + frame.header + frame.length
+        if end > len(head):
+            break
+        if frame.opcode == TEXT and not frame.rsv and frame.fin:
+            key = head[pos + frame.header - 4 : pos + frame.header] if frame.masked else b""
+            try:
+                _unmask(head[pos + frame.header : end], key, 0).decode("utf-8")
+            except UnicodeDecodeError:
+                return False
+        whole += 1
+        pos = end
+    return whole >= 2 or (whole == 1 and pos == len(head))
+
+
 class WsDirection:
     """One direction of a WebSocket connection: bytes in, messages out (sans-I/O).
 
     ``direction`` is 0 for client -> server (frames masked), 1 for server -> client.
     ``deflate`` is what the handshake agreed, None for no compression; ``mid_stream`` says
     the reader did not see the connection from its first message (the LZ77 window may hold
-    bytes it lacks). ``location`` prefixes Diagnostic locations.
+    bytes it lacks); ``find_start`` that its bytes may start inside a frame (no handshake
+    seen): reading starts at the first header that chains, as after a gap. ``location``
+    prefixes Diagnostic locations.
     """
 
     __slots__ = (
@@ -309,6 +342,7 @@ class WsDirection:
         max_payload: int = 1 << 20,
         location: str = "",
         mid_stream: bool = False,
+        find_start: bool = False,
     ) -> None:
         self._direction = direction
         self._deflate = deflate
@@ -324,7 +358,7 @@ class WsDirection:
         self._message: _Message | None = None
         self._inflater: Any = None  # zlib's decompressor, kept across messages (takeover)
         self._lost_context = mid_stream
-        self._resync = False
+        self._resync = find_start
         self._noted: set[str] = set()
 
     # -- input ------------------------------------------------------------------------------
@@ -642,7 +676,10 @@ class WsDirection:
     def _skipped(self, pos: int, to: int, out: list[WsOutput]) -> int:
         """Bytes ``pos``..``to`` of the buffer are not frames: say so; go on at ``to``."""
         if to > pos:
-            message = f"{to - pos} bytes after a gap are not a frame header; they are skipped"
+            message = (
+                f"{to - pos} bytes after a gap (or before the first frame of a session seen "
+                "from its middle) are not a frame header; they are skipped"
+            )
             self._note(out, "ws.resync", message, self._offset + pos, every=True)
         return to
 

@@ -161,6 +161,21 @@ class ExchangeAssembler:
                 assert_never(ev)
         return done
 
+    def headless_session(self, upgrade: str, diagnostic: Diagnostic) -> Exchange:
+        """An exchange for a session whose handshake the capture does not hold (a WebSocket
+        seen from its middle): no request, no response, ``diagnostic`` saying so."""
+        return Exchange(
+            id=self._next_id(),
+            source=self._source,
+            connection=self._connection,
+            transport=self._transport,
+            request=None,
+            response=None,
+            upgrade=upgrade,
+            diagnostics=[diagnostic],
+            tls=self._tls_facts(),
+        )
+
     def adopt_request(self, stream: int, request: Request) -> None:
         """``stream`` answers a request seen before this assembler existed (the HTTP/1.1
         request of an ``Upgrade: h2c`` is answered on HTTP/2 stream 1)."""

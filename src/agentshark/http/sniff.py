@@ -2,6 +2,12 @@
 
 ``sniff(client_head, server_head, final)`` looks at the first bytes of each direction of a
 connection and answers one of :data:`Protocol`, or None while it needs more bytes.
+
+``websocket`` is a WebSocket seen from its middle (the HTTP handshake is not in the
+capture): a direction's first bytes are frames (RFC 6455 §5.2) with the masking of one side
+(:func:`~agentshark.framing.websocket.looks_like_frames`): masked frames are the client's,
+so masked frames from the side taken as the server swap the roles (when allowed). HTTP,
+TLS and HTTP/2 are tried first; their first bytes are never plausible frame headers.
 """
 
 from __future__ import annotations
@@ -9,9 +15,10 @@ from __future__ import annotations
 import re
 from typing import Literal
 
+from agentshark.framing.websocket import looks_like_frames
 from agentshark.http.h1_syntax import looks_like_request, looks_like_response
 
-Protocol = Literal["http/1.1", "h2c", "tls", "unknown"]
+Protocol = Literal["http/1.1", "h2c", "tls", "websocket", "unknown"]
 
 H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 SNIFF_BYTES = len(H2_PREFACE)
@@ -26,6 +33,20 @@ _START_LINE = re.compile(
 
 def is_tls(head: bytes) -> bool:
     return _TLS_RECORD.match(head) is not None
+
+
+def _websocket(client: bytes, server: bytes, *, swap_allowed: bool) -> bool | None:
+    """Whether the heads are WebSocket frames (the value: whether the roles are the other
+    way round), or None. One direction must read as its side's frames from its first byte
+    (the other may start inside a frame: the reader finds its first header), and neither
+    as the other side's."""
+    as_is = looks_like_frames(client, client=True) or looks_like_frames(server, client=False)
+    swapped = looks_like_frames(server, client=True) or looks_like_frames(client, client=False)
+    if as_is and not swapped:
+        return False
+    if swapped and not as_is and swap_allowed:
+        return True
+    return None
 
 
 def sniff(
@@ -59,6 +80,9 @@ def sniff(
             return "http/1.1", True
         if swap_allowed and len(server) >= SNIFF_BYTES and server.startswith(H2_PREFACE):
             return "h2c", True
+    ws = _websocket(client, server, swap_allowed=swap_allowed)
+    if ws is not None:
+        return "websocket", ws
     if not client and not final and len(server) < MIDSTREAM_SNIFF_BYTES:
         return None, False  # the server spoke first (an h2 SETTINGS frame...): hear the client
     if not swap_allowed:

@@ -16,11 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar, overload
 
-from agentshark.apis.gemini.live import is_live, live_calls
 from agentshark.apis.mcp.sessions import McpSessions
 from agentshark.apis.model import Call
-from agentshark.apis.openai.realtime import is_realtime, session_calls
 from agentshark.apis.registry import recognize
+from agentshark.apis.websocket import SessionCalls
 from agentshark.errors import Diagnostic, InputError
 from agentshark.http.content import DEFAULT_DECODE_LIMIT
 from agentshark.model import Exchange
@@ -38,6 +37,7 @@ from agentshark.net.tcp import TcpReassembler
 from agentshark.pipeline.connection import ConnectionAnalyzer
 from agentshark.pipeline.reports import ConnectionReport, SourceReport
 from agentshark.pipeline.stdio import StdioSessions
+from agentshark.pipeline.websocket import WsProgress
 from agentshark.sources.detect import classify_document, sniff_format
 from agentshark.sources.har import read_har
 from agentshark.sources.keylog import load_keylog
@@ -63,9 +63,13 @@ class Options:
     progress: ProgressCallback | None = None
     keylogs: Sequence[str] = ()  # NSS key log files (SSLKEYLOGFILE) for TLS decryption
     calls: bool = False  # recognize API calls in exchanges (model calls, tool calls...)
+    # with calls: a WebSocket session's calls come as each is final, while the session is
+    # open (before its exchange); otherwise right after its exchange, as the other calls
+    early_calls: bool = False
 
 
 Item = Exchange | Call | ConnectionReport | SourceReport
+_Flow = Item | WsProgress  # what the stages below the call stage yield
 _T = TypeVar("_T")
 
 
@@ -79,25 +83,53 @@ def run(paths: Sequence[str], options: Options | None = None) -> Iterator[Item]:
     """
     opts = options or Options()
     items = _run(paths, opts)
-    return _with_calls(items, opts) if opts.calls else items
+    return _with_calls(items, opts) if opts.calls else _items(items)
 
 
-def _with_calls(items: Iterator[_T], opts: Options) -> Iterator[_T | Call]:
+def _items(flow: Iterator[_T | WsProgress]) -> Iterator[_T]:
+    """The items without the progress of WebSocket sessions (made only for the call stage)."""
+    for item in flow:
+        if type(item) is not WsProgress:
+            yield item  # type: ignore[misc]  # narrowed: not a WsProgress
+
+
+def _with_calls(items: Iterator[_T | WsProgress], opts: Options) -> Iterator[_T | Call]:
     """Each exchange, followed by the API call it carries when a family recognizes one.
 
-    MCP calls that need a later exchange of their session (see
-    :mod:`agentshark.apis.mcp.sessions`) come when it does, or after the last input. Other
-    items (and :data:`PAUSE`) pass through."""
+    A WebSocket session's calls are read from its progress (:class:`WsProgress`) as the
+    session is read (:class:`~agentshark.apis.websocket.SessionCalls`): each comes as
+    soon as it is final with ``opts.early_calls``, else they are held until the session's
+    exchange and come right after it. Either way they are made at the same point of the
+    stream, so their ids are the same. MCP calls that need a later exchange of their
+    session (see :mod:`agentshark.apis.mcp.sessions`) come when it does, or after the last
+    input. Other items (and :data:`PAUSE`) pass through."""
     counter = itertools.count(1)
     sessions = McpSessions()
+    open_sessions: dict[str, tuple[SessionCalls, list[Call]]] = {}  # by exchange id
+
+    def next_id() -> str:
+        return f"call{next(counter)}"
+
     for item in items:
-        yield item
+        if type(item) is WsProgress:
+            ws, held = open_sessions.get(item.exchange.id) or open_sessions.setdefault(
+                item.exchange.id, (SessionCalls(item.exchange, next_id), [])
+            )
+            found = ws.feed(item.records)
+            if opts.early_calls:
+                yield from found
+            else:
+                held.extend(found)
+            continue
+        yield item  # type: ignore[misc]  # narrowed: not a WsProgress
         if isinstance(item, Exchange) and item.messages is not None:
-            next_id = lambda: f"call{next(counter)}"  # noqa: E731
-            if is_realtime(item):
-                yield from session_calls(item, next_id)
-            elif is_live(item):
-                yield from live_calls(item, next_id)
+            entry = open_sessions.pop(item.id, None)
+            if entry is None:  # no progress came: a message log, or WebSocket on HTTP/2
+                ws = SessionCalls(item, next_id)
+                entry = (ws, ws.feed(item.messages))
+            ws, held = entry
+            yield from held
+            yield from ws.close()
         elif isinstance(item, Exchange):
             call = recognize(item, f"call{next(counter)}", max_body=opts.max_body)
             if call is not None:
@@ -108,7 +140,7 @@ def _with_calls(items: Iterator[_T], opts: Options) -> Iterator[_T | Call]:
     yield from sessions.close()
 
 
-def _run(paths: Sequence[str], opts: Options) -> Iterator[Item]:
+def _run(paths: Sequence[str], opts: Options) -> Iterator[_Flow]:
     counter = itertools.count(1)
 
     def next_id() -> str:
@@ -177,7 +209,7 @@ def _analyze(
     prefix: str,
     keylog: KeyLog,
     stdio: StdioSessions,
-) -> Iterator[Item]:
+) -> Iterator[_Flow]:
     head = stream.peek(64)[:64]
     fmt = sniff_format(head)
     name = report.path
@@ -265,7 +297,7 @@ def _packets(
     next_id: Callable[[], str],
     prefix: str,
     keylog: KeyLog,
-) -> Iterator[Item]: ...
+) -> Iterator[_Flow]: ...
 @overload
 def _packets(
     reader: Iterable[SourceItem | Pause],
@@ -275,7 +307,7 @@ def _packets(
     next_id: Callable[[], str],
     prefix: str,
     keylog: KeyLog,
-) -> Iterator[Item | Pause]: ...
+) -> Iterator[_Flow | Pause]: ...
 def _packets(
     reader: Iterable[SourceItem | Pause],
     total: int,
@@ -284,19 +316,23 @@ def _packets(
     next_id: Callable[[], str],
     prefix: str,
     keylog: KeyLog,
-) -> Iterator[Item | Pause]:
+) -> Iterator[_Flow | Pause]:
     """The items of one capture's packet records (``reader``: a stream reader, or a live
     feed that may yield :data:`PAUSE`); the report's counters are set at the end."""
     name = report.path
     decoder = PacketDecoder(source_name=name)
     tcp = TcpReassembler(source_name=name, max_buffered=opts.max_buffered, id_prefix=prefix)
-    conns = _Analyzers(lambda conn: ConnectionAnalyzer(conn, report.index, next_id, name, keylog))
+    ready: list[_Flow] = []  # what the last record made final, in order
+    outbox = ready.append if opts.calls else None  # open WebSocket sessions' progress
+    conns = _Analyzers(
+        lambda conn: ConnectionAnalyzer(conn, report.index, next_id, name, keylog, outbox)
+    )
     progress = opts.progress
     packets = 0
     decode = decoder.decode
     feed = tcp.feed
 
-    def dispatch(events: list[TcpEvent], out: list[Item]) -> None:
+    def dispatch(events: list[TcpEvent], out: list[_Flow]) -> None:
         """TCP events -> the connection analyzers; finished items appended to ``out``."""
         for ev in events:
             if type(ev) is StreamData:  # the hot path: one per data segment
@@ -314,14 +350,13 @@ def _packets(
             elif isinstance(ev, ConnectionClosed):
                 out.extend(conns.close(ev.connection.id))
 
-    def drain(out: list[Item]) -> Iterator[Item]:
+    def drain(out: list[_Flow]) -> Iterator[_Flow]:
         for item in out:
             if type(item) is Exchange:
                 report.exchanges += 1
             yield item
         out.clear()
 
-    ready: list[Item] = []
     for item in reader:
         if type(item) is Packet:
             packets += 1

@@ -15,6 +15,7 @@ and the other direction decides; the gap itself is replayed into the parser like
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Literal
 
 from agentshark.errors import Diagnostic
@@ -26,7 +27,7 @@ from agentshark.http.sniff import SNIFF_BYTES, sniff
 from agentshark.model import Exchange
 from agentshark.net.events import Connection, format_endpoint
 from agentshark.pipeline.reports import ConnectionReport
-from agentshark.pipeline.websocket import WebSocketSession, h2_websocket
+from agentshark.pipeline.websocket import NO_HANDSHAKE, WebSocketSession, WsProgress, h2_websocket
 from agentshark.tls.events import TlsGap, TlsPlaintext
 from agentshark.tls.keylog import KeyLog
 from agentshark.tls.session import TlsConnection
@@ -50,6 +51,7 @@ class HttpSession:
         "_h1",
         "_h2",
         "_make_assembler",
+        "_outbox",
         "_ws",
         "diagnostics",
         "exchanges",
@@ -61,8 +63,12 @@ class HttpSession:
         make_assembler: Callable[[str], ExchangeAssembler],
         *,
         expect_preface: bool = True,
+        outbox: Callable[[WsProgress], None] | None = None,
+        websocket: bool = False,
     ) -> None:
+        """``websocket``: the connection is a WebSocket seen from its middle (no handshake)."""
         self._make_assembler = make_assembler
+        self._outbox = outbox  # where an open WebSocket session puts its progress
         self._h1: H1Connection | None = None
         self._h2: H2Connection | None = None
         if version == "h2":
@@ -74,10 +80,16 @@ class HttpSession:
         self._ws: WebSocketSession | None = None
         self.diagnostics: list[Diagnostic] = []
         self.exchanges = 0
+        if websocket:
+            exchange = self._assembler.headless_session("websocket", NO_HANDSHAKE)
+            exchange.diagnostics = [replace(NO_HANDSHAKE, location=f"{exchange.id} websocket")]
+            self._ws = WebSocketSession(exchange, outbox=outbox, headless=True)
 
     @property
     def switched(self) -> str | None:
-        return self._h1.switched if self._h1 is not None and self._h2 is None else None
+        if self._h1 is None or self._h2 is not None:
+            return None
+        return self._h1.switched or ("websocket" if self._ws is not None else None)
 
     @property
     def switched_bytes(self) -> tuple[int, int]:
@@ -173,7 +185,7 @@ class HttpSession:
         if upgraded is None:  # the 101's exchange is still with the assembler: not ours
             return done
         self.exchanges -= 1  # counted when it is given out, with its messages
-        self._ws = WebSocketSession(upgraded)
+        self._ws = WebSocketSession(upgraded, outbox=self._outbox)
         for direction, data in enumerate(self._h1.take_switched()):
             if data:
                 self._ws.feed(direction, data, ts)
@@ -190,6 +202,7 @@ class _Plain:
         "_events",
         "_heads",
         "_make_assembler",
+        "_outbox",
         "_swap",
         "_tls_allowed",
         "protocol",
@@ -204,8 +217,10 @@ class _Plain:
         swap_allowed: bool,
         tls_allowed: bool,
         alpn: str | None = None,
+        outbox: Callable[[WsProgress], None] | None = None,
     ) -> None:
         self._make_assembler = make_assembler
+        self._outbox = outbox
         self._swap = swap_allowed
         self._tls_allowed = tls_allowed
         self._alpn = alpn
@@ -285,13 +300,18 @@ class _Plain:
         self.protocol = protocol
         self.swapped = swap
         self._heads = _NO_HEADS
-        if protocol not in ("http/1.1", "h2c", "h2"):
+        if protocol not in ("http/1.1", "h2c", "h2", "websocket"):
             return []
         events = self.held()
         if swap:
             events = [(kind, 1 - d, value, ts, acked) for kind, d, value, ts, acked in events]
-        version: HttpVersion = "http/1.1" if protocol == "http/1.1" else "h2"
-        self.session = HttpSession(version, self._make_assembler)
+        version: HttpVersion = "h2" if protocol in ("h2c", "h2") else "http/1.1"
+        self.session = HttpSession(
+            version,
+            self._make_assembler,
+            outbox=self._outbox,
+            websocket=protocol == "websocket",
+        )
         return replay(self, events)
 
 
@@ -312,7 +332,17 @@ def replay(target: _Plain | ConnectionAnalyzer, events: list[_Held]) -> list[Exc
 class ConnectionAnalyzer:
     """Everything above TCP for one connection; see the module docstring."""
 
-    __slots__ = ("_conn", "_inner", "_keylog", "_location", "_next_id", "_outer", "_source", "_tls")
+    __slots__ = (
+        "_conn",
+        "_inner",
+        "_keylog",
+        "_location",
+        "_next_id",
+        "_outbox",
+        "_outer",
+        "_source",
+        "_tls",
+    )
 
     def __init__(
         self,
@@ -321,8 +351,12 @@ class ConnectionAnalyzer:
         next_id: Callable[[], str],
         name: str,
         keylog: KeyLog,
+        outbox: Callable[[WsProgress], None] | None = None,
     ) -> None:
+        """``outbox``: where WebSocket sessions put their progress (:class:`WsProgress`),
+        for a caller that reads their calls while they are open."""
         self._conn = conn
+        self._outbox = outbox
         self._source = source
         self._next_id = next_id
         self._keylog = keylog
@@ -331,6 +365,7 @@ class ConnectionAnalyzer:
             self._http_assembler,
             swap_allowed=not conn.handshake_seen,
             tls_allowed=True,
+            outbox=outbox,
         )
         self._tls: TlsConnection | None = None
         self._inner: _Plain | None = None
@@ -429,6 +464,7 @@ class ConnectionAnalyzer:
             swap_allowed=False,
             tls_allowed=False,
             alpn=self._tls.info.alpn,
+            outbox=self._outbox,
         )
         return inner
 

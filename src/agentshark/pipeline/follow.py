@@ -11,7 +11,9 @@ milliseconds and :meth:`Follower.close` at the end. Updates are facts, each fina
 made, except that traces are rebuilt as calls come (:mod:`agentshark.trace.changes`):
 
 - :class:`ExchangeFinished`, :class:`CallFinished`: as the pipeline yields them (an HTTP
-  exchange once both its messages ended; a call right after its exchange).
+  exchange once both its messages ended; a call right after its exchange, except that a
+  WebSocket session's calls (OpenAI Realtime, Gemini Live) come each once it is final,
+  while the session is open: ``Options.early_calls``, :mod:`agentshark.apis.websocket`).
 - :class:`ConnectionFinished`: a TCP connection closed (its report).
 - :class:`DiagnosticFound`: a problem of an input as it is found (``follow.truncated``,
   ``follow.replaced``, a cut-off record at the end...).
@@ -177,7 +179,7 @@ class Follower:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.paths = list(paths)
-        options = Options(max_body=max_body, calls=calls or traces)
+        options = Options(max_body=max_body, calls=calls or traces, early_calls=True)
         self.run = LiveRun(self.paths, options)
         self._keys = [(self.run.follow_keylog(p), TailFile(p)) for p in keylogs]
         self.live = LiveTraces(traces=traces, rebuilds_per_second=rebuilds_per_second)

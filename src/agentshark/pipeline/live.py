@@ -32,7 +32,7 @@ from __future__ import annotations
 import io
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from agentshark.errors import Diagnostic, InputError
 from agentshark.model import Exchange
@@ -44,6 +44,8 @@ from agentshark.pipeline import (
     SourceItem,
     SourceReport,
     _analyze,
+    _Flow,
+    _items,
     _packets,
     _with_calls,
 )
@@ -61,11 +63,12 @@ from agentshark.tls.keylog import KeyLog
 __all__ = ["LiveRun"]
 
 _SNIFF_LIMIT = 1 << 16  # bytes of text after which a source that is no transcript is a document
+_T = TypeVar("_T")
 
 
-def until_pause(items: Iterator[Item | Pause]) -> list[Item]:
+def until_pause(items: Iterator[_T | Pause]) -> list[_T]:
     """The items a live chain has ready: up to its next :data:`PAUSE` (or its end)."""
-    out: list[Item] = []
+    out: list[_T] = []
     for item in items:
         if item is PAUSE:
             break
@@ -99,11 +102,11 @@ class _Capture:
                 return
             yield PAUSE
 
-    def push(self, data: bytes) -> list[Item]:
+    def push(self, data: bytes) -> list[_Flow]:
         self._pending.extend(self.feed.feed(data))
         return until_pause(self._items)
 
-    def end(self) -> list[Item]:
+    def end(self) -> list[_Flow]:
         self._pending.extend(self.feed.close())
         self._closed = True
         return until_pause(self._items)
@@ -245,11 +248,13 @@ class LiveRun:
         self._bytes = [0] * len(paths)  # pushed so far, per input
         self._counter = 0
         self.keylog = KeyLog()
-        self._inbox: deque[Item] = deque()
+        self._inbox: deque[_Flow] = deque()
         self._keys: list[_KeyFollow] = []
         self._closed = False
-        chain: Iterator[Item | Pause] = self._inbox_items()
-        self._chain = _with_calls(chain, opts) if opts.calls else chain
+        chain = self._inbox_items()
+        self._chain: Iterator[Item | Pause] = (
+            _with_calls(chain, opts) if opts.calls else _items(chain)
+        )
         for index, path in enumerate(opts.keylogs):
             report = SourceReport(index=len(paths) + index, path=path, format="keylog")
             report.diagnostics.extend(load_keylog(path, self.keylog))
@@ -261,7 +266,7 @@ class LiveRun:
         self._counter += 1
         return f"e{self._counter}"
 
-    def _inbox_items(self) -> Iterator[Item | Pause]:
+    def _inbox_items(self) -> Iterator[_Flow | Pause]:
         while True:
             while self._inbox:
                 yield self._inbox.popleft()
@@ -350,8 +355,8 @@ class LiveRun:
         return out
 
     def _guarded(
-        self, index: int, step: Callable[[bytes], Sequence[Item]], data: bytes
-    ) -> Sequence[Item]:
+        self, index: int, step: Callable[[bytes], Sequence[_Flow]], data: bytes
+    ) -> Sequence[_Flow]:
         """A source step; a format error ends that source with ``run``'s diagnostic."""
         try:
             return step(data)

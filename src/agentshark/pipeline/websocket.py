@@ -11,6 +11,12 @@ The exchange is complete when its handshake was, every message is, no byte of th
 was lost (a gap can hold whole messages) and both directions ended with a FIN (a capture
 that stops while the session is open has not seen all of it).
 
+Given an ``outbox`` (a callable), the session hands it, after each step that read messages,
+a :class:`WsProgress` with the records read since the last one (the call stage reads a
+Realtime or Live session's calls from them while it is still open); every record of the
+exchange given out at the end came in a progress before it, in the order read (the
+exchange's list is sorted by first frame time).
+
 Memory is bounded: a message keeps at most ``max_payload`` bytes, and the session at most
 ``MAX_KEPT`` bytes of payload in all; past that, messages keep their sizes, times and kinds
 but not their payloads, and one diagnostic says so.
@@ -18,16 +24,33 @@ but not their payloads, and one diagnostic says so.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 from agentshark.errors import Diagnostic
-from agentshark.framing.websocket import WsDirection, WsMessage, parse_deflate
+from agentshark.framing.websocket import Deflate, WsDirection, WsMessage, parse_deflate
 from agentshark.model import Exchange, WsRecord, header
 
-__all__ = ["MAX_KEPT", "MAX_MESSAGE", "WebSocketSession", "h2_websocket"]
+__all__ = [
+    "MAX_KEPT",
+    "MAX_MESSAGE",
+    "NO_HANDSHAKE",
+    "WebSocketSession",
+    "WsProgress",
+    "h2_websocket",
+]
 
 MAX_MESSAGE = 1 << 20  # payload bytes kept per message
 MAX_KEPT = 64 << 20  # payload bytes kept per session
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WsProgress:
+    """Not an item: messages of an open session (``exchange`` is its handshake), read
+    since its last progress; the call stage consumes it."""
+
+    exchange: Exchange
+    records: list[WsRecord]
 
 
 class WebSocketSession:
@@ -40,23 +63,37 @@ class WebSocketSession:
         "_gaps",
         "_kept",
         "_last",
+        "_outbox",
         "_pending",
         "_records",
+        "_sent",
         "bytes",
         "done",
     )
 
-    def __init__(self, exchange: Exchange, *, max_payload: int = MAX_MESSAGE) -> None:
+    def __init__(
+        self,
+        exchange: Exchange,
+        *,
+        max_payload: int = MAX_MESSAGE,
+        outbox: Callable[[WsProgress], None] | None = None,
+        headless: bool = False,
+    ) -> None:
+        """``headless``: the handshake is not in the capture (see :func:`headless`)."""
         self._exchange = exchange
+        self._outbox = outbox
+        self._sent = 0  # records put in the outbox so far
         response = exchange.response
         extensions = header(response.headers, "sec-websocket-extensions") if response else None
-        deflate = parse_deflate(extensions)
+        deflate = Deflate() if headless else parse_deflate(extensions)
         self._dirs = tuple(
             WsDirection(
                 d,
                 deflate=deflate,
                 max_payload=max_payload,
                 location=f"{exchange.id} {'client' if d == 0 else 'server'} websocket",
+                mid_stream=headless,
+                find_start=headless,
             )
             for d in (0, 1)
         )
@@ -73,11 +110,22 @@ class WebSocketSession:
         self.bytes[direction] += len(data)
         self._last = ts
         self._take(direction, self._dirs[direction].feed(data, ts))
+        if self._outbox is not None and len(self._records) > self._sent:
+            self._progress()
 
     def gap(self, direction: int, size: int, ts: float) -> None:
         self.bytes[direction] += size
         self._gaps += size
         self._take(direction, self._dirs[direction].gap(size, ts))
+        if self._outbox is not None:
+            self._progress()
+
+    def _progress(self) -> None:
+        """The records read since the last progress, to the outbox (when any)."""
+        records = self._records
+        if self._outbox is not None and len(records) > self._sent:
+            self._outbox(WsProgress(exchange=self._exchange, records=records[self._sent :]))
+            self._sent = len(records)
 
     def end(self, direction: int, ts: float, *, clean: bool) -> Exchange | None:
         """The direction ended (``clean``: with a FIN); the exchange once both have."""
@@ -85,6 +133,7 @@ class WebSocketSession:
             return None
         self._ended[direction] = clean
         self._take(direction, self._dirs[direction].close(ts))
+        self._progress()
         return self._finish() if None not in self._ended else None
 
     def close(self) -> Exchange | None:
@@ -123,6 +172,7 @@ class WebSocketSession:
         )
 
     def _finish(self) -> Exchange:
+        self._progress()
         self.done = True
         ex = self._exchange
         clean = all(e is True for e in self._ended) and not self._gaps
@@ -140,6 +190,16 @@ class WebSocketSession:
         self._pending[1].clear()
         records = sorted(self._records, key=lambda r: (r.message.first_ts, r.message.direction))
         return replace(ex, messages=records, diagnostics=diags, session_complete=clean)
+
+
+NO_HANDSHAKE = Diagnostic(
+    code="ws.no_handshake",
+    message="a WebSocket seen from its middle: the HTTP handshake is not in the capture (its "
+    "URL, headers and extensions are unknown); a message with RSV1 set is read as "
+    "permessage-deflate with context takeover, undecodable when it refers to bytes sent "
+    "before the capture started",
+    location="websocket",
+)
 
 
 def h2_websocket(exchange: Exchange) -> Exchange:

@@ -142,9 +142,11 @@ class Analysis:
     links: dict[str, HistoryLink] = field(default_factory=dict)
     _shared: dict[bytes, Message] = field(default_factory=dict)  # slim messages, by content
     _connection: dict[str, str] = field(default_factory=dict)  # exchange id -> connection
+    _ahead: set[str] = field(default_factory=set)  # exchanges whose model call came first
 
     def watch(self, items: Iterator[Item]) -> Iterator[Item]:
-        """Pass ``items`` through, keeping what the traces need."""
+        """Pass ``items`` through, keeping what the traces need. A call comes right after
+        its exchange, or before it (a WebSocket session's calls, followed live)."""
         last: Exchange | None = None  # the latest exchange no call has claimed yet
         for item in items:
             if type(item) is Exchange:
@@ -153,11 +155,17 @@ class Analysis:
                     self._connection[item.id] = item.connection
                 self._unclaimed(last)
                 last = item
+                if self._ahead and item.id in self._ahead:
+                    self._ahead.discard(item.id)
+                    if item.request is not None:
+                        self.model_hosts.add(urlsplit(item.request.url).netloc)
             elif isinstance(item, Call):
                 if last is not None and last.id == item.exchange_id:
                     if is_model_call(item) and last.request is not None:
                         self.model_hosts.add(urlsplit(last.request.url).netloc)
                     last = None
+                elif is_model_call(item) and item.exchange_id not in self._connection:
+                    self._ahead.add(item.exchange_id)
                 yield item  # written whole before it is slimmed
                 self.calls.append(slim(item, self._shared))
                 continue

@@ -97,6 +97,40 @@ def check_stream_events(x: Export) -> None:
             assert row["complete"] is ev.get("complete", True)
 
 
+def check_ws_messages(x: Export) -> None:
+    """Against the ``exchanges --events`` report: every WebSocket message, in order."""
+    got: dict[str, list[Row]] = defaultdict(list)
+    for row in x.tables["ws_messages"]:
+        got[row["exchange_id"]].append(row)
+    want = {e["id"]: e["messages"] for e in x.events["exchanges"] if e.get("messages")}
+    assert set(got) == set(want)
+    for eid, messages in want.items():
+        rows = got[eid]
+        assert [r["message_index"] for r in rows] == list(range(len(messages)))
+        for row, m in zip(rows, messages, strict=True):
+            assert (row["direction"], row["type"], row["size"], row["wire_size"]) == (
+                m["direction"],
+                m["type"],
+                m["size"],
+                m["wire_size"],
+            )
+            assert (row["started"], row["ended"]) == (
+                micros(m["started"] or None),
+                micros(m["ended"] or None),
+            )
+            assert (row["complete"], row["decoded"], row["stream_offset"]) == (
+                m["complete"],
+                m["decoded"],
+                m["offset"],
+            )
+            assert (row["text"], row["base64"]) == (m.get("text"), m.get("base64"))
+            assert (row["close_code"], row["close_reason"]) == (
+                m.get("close_code"),
+                m.get("close_reason"),
+            )
+            assert row["diagnostics"] == m["diagnostics"]
+
+
 _USAGE = {
     "gen_ai_usage_input_tokens": "input_tokens",
     "gen_ai_usage_output_tokens": "output_tokens",
@@ -272,6 +306,7 @@ def check_rest(x: Export) -> None:
 def check_all(x: Export) -> None:
     check_exchanges(x)
     check_stream_events(x)
+    check_ws_messages(x)
     check_calls(x)
     check_messages_and_parts(x)
     check_traces(x)

@@ -1,4 +1,4 @@
-"""docs/sql.md: its column tables are the schema's, and each of its ten queries runs on real
+"""docs/sql.md: its column tables are the schema's, and each of its eleven queries runs on real
 captures (one export of several) with the result the JSON report of the same inputs gives,
 worked out here in Python from the report."""
 
@@ -34,6 +34,8 @@ FILES = [
     DATA / "captures/gemini_stream_tls13_h2/capture.pcap",
     DATA / "captures/h2_rst_stream/capture.pcap",
     DATA / "captures/mcp_streamable_sessions/capture.pcap",
+    DATA / "captures/ws_sdk_realtime_deflate/capture.pcap",
+    CAPTURES / "ws_realtime_plain/capture.pcap",
 ]
 
 
@@ -237,6 +239,33 @@ def _sessions(x: Export, rows: list[Row]) -> None:
         assert "tools/call" in r["methods"] or "initialize" in r["methods"]
 
 
+def _ws_sessions(x: Export, rows: list[Row]) -> None:
+    want = {}
+    for ex in x.events["exchanges"]:
+        for side in ("client", "server"):
+            messages = [m for m in ex.get("messages") or () if m["direction"] == side]
+            if not messages:
+                continue
+            types = {
+                json.loads(m["text"]).get("type")
+                for m in messages
+                if m["type"] == "text" and "text" in m
+            }
+            want[(ex["id"], side)] = {
+                "messages": len(messages),
+                "bytes": sum(m["size"] for m in messages),
+                "lost": sum(1 for m in messages if not m["complete"] or not m["decoded"]),
+                "calls": sum(1 for c in x.report["calls"] if c["exchange_id"] == ex["id"]),
+                "event_types": sorted(t for t in types if t is not None) or None,
+            }
+    got = {
+        (r["exchange_id"], r["direction"]): {k: r[k] for k in want[next(iter(want))]} for r in rows
+    }
+    assert got == want and len({eid for eid, _ in want}) == 2
+    assert all(w["calls"] >= 1 for w in want.values())
+    assert any("response.done" in (w["event_types"] or ()) for w in want.values())
+
+
 CHECKS: dict[str, Callable[[Export, list[Row]], None]] = {
     "Slowest time to first token per model": _ttft,
     "Tokens per trace": _tokens,
@@ -248,6 +277,7 @@ CHECKS: dict[str, Callable[[Export, list[Row]], None]] = {
     "Streams: events, duration and cut events per streamed call": _streams,
     "One call's conversation, part by part": _conversation,
     "What each MCP session did, in order": _sessions,
+    "WebSocket sessions: messages, bytes and event types per direction": _ws_sessions,
 }
 
 

@@ -28,7 +28,7 @@ Gemini Live's turns carry no finish reason of their own: ``finish_reasons`` stay
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import orjson
@@ -53,7 +53,7 @@ from agentshark.errors import Diagnostic
 from agentshark.framing.websocket import BINARY, TEXT
 from agentshark.model import Exchange, WsRecord
 
-__all__ = ["API", "is_live", "live_calls"]
+__all__ = ["API", "LiveCalls", "is_live", "live_calls"]
 
 API = "gemini.live"
 
@@ -98,37 +98,92 @@ class _Live:
     pending: list[Diagnostic] = field(default_factory=list)
     ids: dict[str, str] = field(default_factory=dict)
     calls: list[Call] = field(default_factory=list)
+    given: int = 0  # calls final and given out: never changed again
 
 
 def live_calls(exchange: Exchange, next_id: Callable[[], str]) -> list[Call]:
     """The calls (one per model turn) of a Gemini Live session's exchange, in order."""
-    s = _Live(exchange, next_id)
     records = exchange.messages or []
-    points = loss_points(records)
+    points = loss_points(records)  # read whole, a loss counts where its bytes were sent
     moved = {j for lost in points.values() for j in lost}
-    for j in points.get(-1, ()):
-        _lost(s, records[j])
+    reader = LiveCalls(exchange, next_id)
+    reader.lose([records[j] for j in points.get(-1, ())])
+    calls = []
     for i, record in enumerate(records):
+        after = [records[j] for j in points.get(i, ())]
+        calls += reader.feed(record, moved=i in moved, lost_after=after)
+    return calls + reader.close()
+
+
+class LiveCalls:
+    """A Live session read message by message (sans-I/O): each turn's call comes out of
+    :meth:`feed` once final, the one still open out of :meth:`close`. A turn is final at its
+    end (``turnComplete``, a ``toolCall``, ``interrupted``, or the input that starts the next
+    turn) when its usage came with it (the API sends ``usageMetadata`` with
+    ``turnComplete``); one ended without usage waits for a ``usageMetadata`` until the next
+    turn starts. A call given out is never changed: a later ``usageMetadata`` is said
+    (``live.late_usage``). A call made while no message had a time (a message log) has no
+    times. Read live, a loss shows where it is noticed (the next message of its direction);
+    :func:`live_calls` counts it where its bytes were sent (``session_evidence``)."""
+
+    __slots__ = ("_s", "_timed")
+
+    def __init__(self, exchange: Exchange, next_id: Callable[[], str]) -> None:
+        self._s = _Live(exchange, next_id)
+        self._timed = False  # a message had a time
+
+    def feed(
+        self,
+        record: WsRecord,
+        *,
+        moved: bool = False,
+        lost_after: Sequence[WsRecord] = (),
+    ) -> list[Call]:
+        """The calls ``record`` (the next message read, either direction) makes final.
+        ``moved``: its loss was counted earlier; ``lost_after``: later messages whose lost
+        bytes were sent right after this one."""
+        s = self._s
         m = record.message
-        codes = {d.code for d in record.diagnostics}
+        self._timed = self._timed or bool(m.last_ts)
+        codes = {d.code for d in record.diagnostics} if record.diagnostics else set()
         data = m.opcode in (TEXT, BINARY)
         event = _event(record) if data else None
         lost = (data and event is None) or bool(codes & {"ws.gap", "ws.undecodable"})
-        if (lost and i not in moved) or "ws.suspect" in codes:
+        if (lost and not moved) or "ws.suspect" in codes:
             _lost(s, record)
         if event is not None and not lost:
             if m.direction == 0:
                 _client(s, event, m.first_ts)
             else:
                 _server(s, event, m.first_ts, m.last_ts)
-        for j in points.get(i, ()):  # lost bytes sent after this message
-            _lost(s, records[j])
-    if s.call is not None:
-        _end(s, None, None)
-    if not any(r.message.last_ts for r in exchange.messages or ()):
-        for call in s.calls:
-            call.timing = Timing()  # a message log keeps no times
-    return s.calls
+        self.lose(lost_after)
+        return self._new()
+
+    def lose(self, lost: Sequence[WsRecord]) -> None:
+        """Messages lost at this point of the session."""
+        for record in lost:
+            _lost(self._s, record)
+
+    def close(self) -> list[Call]:
+        """The session ended: the calls not given out yet."""
+        s = self._s
+        if s.call is not None:
+            _end(s, None, None)
+        return self._new(final=True)
+
+    def _new(self, *, final: bool = False) -> list[Call]:
+        s = self._s
+        end = len(s.calls)
+        if not final and end and s.call is None and s.calls[-1].usage is None:
+            end -= 1  # its usageMetadata may follow
+        if end <= s.given:
+            return []
+        new = s.calls[s.given : end]
+        s.given = end
+        if not self._timed:
+            for call in new:
+                call.timing = Timing()  # a message log keeps no times
+        return new
 
 
 def _lost(s: _Live, record: WsRecord) -> None:
@@ -207,9 +262,19 @@ def _server(s: _Live, event: dict[str, Json], first: float, last: float) -> None
         _end(s, None, last)
     usage = event.get("usageMetadata")
     if isinstance(usage, dict):
-        target = s.call or (s.calls[-1] if s.calls else None)
+        target = s.call or (s.calls[-1] if len(s.calls) > s.given else None)
         if target is not None:
             target.usage = _usage(usage)
+        elif s.calls:
+            s.pending.append(
+                Diagnostic(
+                    code="live.late_usage",
+                    message="a usageMetadata came after the last turn had its usage and "
+                    "was final: it is not added to it",
+                    location=f"{s.exchange.id} server websocket",
+                    severity="info",
+                )
+            )
     resumption = event.get("sessionResumptionUpdate")
     if isinstance(resumption, dict) and isinstance(resumption.get("newHandle"), str):
         s.ids["live_resumption_handle"] = resumption["newHandle"]

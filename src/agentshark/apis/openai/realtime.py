@@ -32,7 +32,7 @@ whole session (it may have changed the configuration), and the handshake was not
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -65,10 +65,17 @@ from agentshark.errors import Diagnostic
 from agentshark.framing.websocket import TEXT, WsMessage
 from agentshark.model import Exchange, WsRecord
 
-__all__ = ["API", "is_realtime", "session_calls"]
+__all__ = ["API", "RealtimeCalls", "is_realtime", "is_realtime_event", "session_calls"]
 
 API = "openai.realtime"
 _SERVER_FIRST = ("session.created", "transcription_session.created")
+
+
+def is_realtime_event(event: dict[str, Json]) -> bool:
+    """An event only a Realtime server sends (the first one of a session seen from its
+    middle)."""
+    kind = event.get("type")
+    return isinstance(kind, str) and (kind in _SERVER or kind.startswith("response."))
 
 
 def is_realtime(exchange: Exchange) -> bool:
@@ -121,45 +128,132 @@ class _Session:
 
 def session_calls(exchange: Exchange, next_id: Callable[[], str]) -> list[Call]:
     """The calls (one per response) of a Realtime session's exchange, in order."""
-    s = _Session(exchange, next_id)
     records = exchange.messages or []
-    points = loss_points(records)
+    points = loss_points(records)  # read whole, a loss counts where its bytes were sent
     moved = {j for lost in points.values() for j in lost}
-    for j in points.get(-1, ()):
-        _lost(s, records[j], j)
-    for i, (record, event) in enumerate(_events(records)):
-        s.at = i
-        if (event is None and i not in moved) or _suspect(record):
-            _lost(s, record, i)
+    reader = RealtimeCalls(exchange, next_id)
+    reader.lose([(j, records[j]) for j in points.get(-1, ())])
+    calls = []
+    for i, record in enumerate(records):
+        after = [(j, records[j]) for j in points.get(i, ())]
+        calls += reader.feed(record, moved=i in moved, lost_after=after)
+    return calls + reader.close()
+
+
+class RealtimeCalls:
+    """A Realtime session read message by message (sans-I/O): each call comes out of
+    :meth:`feed` with the message that makes it final, the one still open out of
+    :meth:`close`. A call is final, and never changed after, at its ``response.done`` (or
+    the ``response.create`` that cuts it short), except that a call whose input holds
+    committed audio still waiting for its transcription, in a session that asked for one
+    (``input_audio_transcription``, GA ``audio.input.transcription``), waits for it until
+    the next response starts; a transcription later than that is said on the next call
+    (``realtime.late_transcription``), not added. A call made while no message had a time
+    (a message log) has no times.
+
+    Read live, a loss shows where it is noticed: on the next message of its direction
+    (``ws.gap``), so a call given out before then stays as it was; :func:`session_calls`
+    reads a whole session and counts each loss right after the previous message of its
+    direction (:func:`~agentshark.apis.session_evidence.loss_points`)."""
+
+    __slots__ = ("_given", "_s", "_timed")
+
+    def __init__(
+        self, exchange: Exchange, next_id: Callable[[], str], *, from_middle: bool = False
+    ) -> None:
+        """``from_middle``: the session's start is not in the capture (no handshake, no
+        ``session.created``): its configuration and earlier items are unknown, and the first
+        call's evidence is not whole."""
+        self._s = _Session(exchange, next_id)
+        self._given = 0  # calls of _s.calls given out
+        self._timed = False  # a message had a time
+        if from_middle:
+            self._s.lost.append("the session started before the capture (no session.created)")
+            self._s.config_lost = "the session's configuration was set before the capture"
+
+    def feed(
+        self,
+        record: WsRecord,
+        *,
+        moved: bool = False,
+        lost_after: Sequence[tuple[int, WsRecord]] = (),
+    ) -> list[Call]:
+        """The calls ``record`` (the next message read, either direction) makes final.
+        ``moved``: its loss was counted earlier (``lost_after`` of an earlier message);
+        ``lost_after``: later messages (with their index) whose lost bytes were sent right
+        after this one."""
+        s = self._s
+        m = record.message
+        s.at += 1
+        self._timed = self._timed or bool(m.first_ts or m.last_ts)
+        if any(d.code in ("ws.gap", "ws.undecodable") for d in record.diagnostics):
+            event = None
+        elif m.opcode != TEXT:
+            event = _NOT_AN_EVENT  # binary and control messages are not Realtime events
+        else:
+            event = _event(m) if m.complete and not m.truncated else None
+        if (event is None and not moved) or _suspect(record):
+            _lost(s, record, s.at)
         if event is not None:
             kind = event.get("type")
-            handler = _CLIENT.get(kind) if record.message.direction == 0 else _SERVER.get(kind)
+            handler = _CLIENT.get(kind) if m.direction == 0 else _SERVER.get(kind)
             if handler is not None:
-                handler(s, event, record.message)
-        for j in points.get(i, ()):  # lost bytes sent after this message
-            _lost(s, records[j], j)
-    if s.call is not None:  # the session ended before response.done
-        _finish(s, None, None)
-    if not any(r.message.first_ts or r.message.last_ts for r in exchange.messages or ()):
-        for call in s.calls:  # a message log keeps no times: none is known, none is 0.0
-            call.timing = Timing()
-    return s.calls
+                handler(s, event, m)
+        self.lose(lost_after)
+        return self._new()
+
+    def lose(self, lost: Sequence[tuple[int, WsRecord]]) -> None:
+        """Messages lost at this point of the session (with the index of the message that
+        showed the loss)."""
+        for at, record in lost:
+            _lost(self._s, record, at)
+
+    def close(self) -> list[Call]:
+        """The session ended: the calls not given out yet."""
+        s = self._s
+        if s.call is not None:  # the session ended before response.done
+            _finish(s, None, None)
+        return self._new(final=True)
+
+    def _new(self, *, final: bool = False) -> list[Call]:
+        s = self._s
+        calls = s.calls
+        end = len(calls)
+        if not final and end and s.call is None and _awaits_transcript(s, calls[-1]):
+            end -= 1
+        if end <= self._given:
+            return []
+        new = calls[self._given : end]
+        self._given = end
+        for call in new:
+            for part in _input_audio(call):
+                s.audio_items = {k: p for k, p in s.audio_items.items() if p is not part}
+            if not self._timed:
+                call.timing = Timing()  # a message log keeps no times: none is 0.0
+        return new
+
+
+def _input_audio(call: Call) -> list[BlobPart]:
+    return [
+        p
+        for m in call.input_messages
+        for p in m.parts
+        if isinstance(p, BlobPart) and p.provider_details.get("source") == "input_audio_buffer"
+    ]
+
+
+def _awaits_transcript(s: _Session, call: Call) -> bool:
+    """Does ``call`` hold input audio whose asked-for transcription has not come yet?"""
+    audio = s.config.get("audio")
+    given = audio.get("input") if isinstance(audio, dict) else None
+    asked = s.config.get("input_audio_transcription") or (
+        given.get("transcription") if isinstance(given, dict) else None
+    )
+    waiting = [p for p in s.audio_items.values() if "transcript" not in p.provider_details]
+    return bool(asked) and any(p is w for p in _input_audio(call) for w in waiting)
 
 
 _NOT_AN_EVENT: dict[str, Json] = {}  # a binary or control message: no handler takes it
-
-
-def _events(records: list[WsRecord]) -> Iterator[tuple[WsRecord, dict[str, Json] | None]]:
-    """Each message with its JSON event: None when it was cut or undecodable, and for
-    binary and control messages (not Realtime events, not lost: see ``_lost``)."""
-    for record in records:
-        m = record.message
-        if any(d.code in ("ws.gap", "ws.undecodable") for d in record.diagnostics):
-            yield record, None
-        elif m.opcode != TEXT:
-            yield record, _NOT_AN_EVENT
-        else:
-            yield record, _event(m) if m.complete and not m.truncated else None
 
 
 def _event(m: WsMessage) -> dict[str, Json] | None:
@@ -264,6 +358,15 @@ def _transcription(s: _Session, event: dict[str, Json], m: WsMessage) -> None:
     part = s.audio_items.get(item_id) if isinstance(item_id, str) else None
     if part is not None and isinstance(transcript, str):
         part.provider_details["transcript"] = transcript
+    elif isinstance(transcript, str) and isinstance(item_id, str):
+        late = Diagnostic(
+            code="realtime.late_transcription",
+            message=f"the transcription of input audio item {item_id!r} came after the call "
+            "holding it was final: it is not added to that call",
+            location=f"{s.exchange.id} server websocket byte {m.offset}",
+            severity="info",
+        )
+        (s.call.diagnostics if s.call is not None else s.pending_errors).append(late)
 
 
 def _response_created(s: _Session, event: dict[str, Json], m: WsMessage) -> None:

@@ -37,7 +37,8 @@ _RESPONSE = {
 
 
 def exchange_rows(ex: dict[str, Any], capture_file: str | None) -> Rows:
-    """``exchanges`` and ``stream_events`` rows of one exchange (rendered with events)."""
+    """``exchanges``, ``stream_events`` and ``ws_messages`` rows of one exchange (rendered
+    with events)."""
     req = ex["request"]
     resp = ex["response"]
     events = resp.get("events") if resp is not None else None
@@ -64,6 +65,28 @@ def exchange_rows(ex: dict[str, Any], capture_file: str | None) -> Rows:
     yield "exchanges", row
     for index, event in enumerate(events or ()):
         yield "stream_events", _event(ex["id"], index, event)
+    for index, message in enumerate(ex.get("messages") or ()):
+        yield "ws_messages", _ws_message(ex["id"], index, message)
+
+
+def _ws_message(exchange_id: str, index: int, m: dict[str, Any]) -> Row:
+    return {
+        "exchange_id": exchange_id,
+        "message_index": index,
+        **{k: m[k] for k in _WS_FIELDS},
+        "started": m["started"] or None,  # a message log has no times: 0.0 in the report
+        "ended": m["ended"] or None,
+        "stream_offset": m["offset"],
+        **{k: m.get(k) for k in _WS_OPTIONAL},
+        "diagnostics": m["diagnostics"],
+    }
+
+
+_WS_FIELDS = (
+    *("direction", "type", "frames", "size", "wire_size", "compressed", "complete"),
+    *("truncated", "decoded"),
+)
+_WS_OPTIONAL = ("close_code", "close_reason", "text", "base64", "payload_cut")
 
 
 def _message(msg: dict[str, Any] | None, side: str) -> Row:

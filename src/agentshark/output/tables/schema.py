@@ -384,6 +384,40 @@ STREAM_EVENTS = Table(
     ),
 )
 
+WS_MESSAGES = Table(
+    name="ws_messages",
+    doc="One row per message of a WebSocket session (text, binary, close, ping, pong), both "
+    "directions in the order of their first frame, as the exchange's `messages` in "
+    "`exchanges --events`: payloads under the same redaction and `--max-body` as bodies.",
+    key=("exchange_id", "message_index"),
+    columns=(
+        _c("exchange_id", "VARCHAR", "the session's handshake exchange; joins `exchanges`"),
+        _c("message_index", "BIGINT", "place in the session's messages, from 0"),
+        _c("direction", "VARCHAR", "`client` or `server`"),
+        _c("type", "VARCHAR", "`text`, `binary`, `close`, `ping`, `pong`"),
+        _c("frames", "BIGINT", "frames the message came in"),
+        _c("size", "BIGINT", "payload bytes as decoded (inflated); as sent when not decoded"),
+        _c("wire_size", "BIGINT", "payload bytes on the wire, all frames"),
+        _c("compressed", "BOOLEAN", "permessage-deflate (RSV1) was set"),
+        _c("started", "TIMESTAMPTZ", "arrival of its first frame; NULL in message logs"),
+        _c("ended", "TIMESTAMPTZ", "arrival of its last frame; NULL in message logs"),
+        _c(
+            "stream_offset",
+            "BIGINT",
+            "the direction's byte offset of its first frame (a message log: its place in it)",
+        ),
+        _c("complete", "BOOLEAN", "false: cut by a capture gap or by the capture's end"),
+        _c("truncated", "BOOLEAN", "the reader kept only the first part of its payload"),
+        _c("decoded", "BOOLEAN", "the payload could be read (false: undecodable DEFLATE)"),
+        _c("close_code", "BIGINT", "a close message's status code (RFC 6455 §7.4)"),
+        _c("close_reason", "VARCHAR", "a close message's reason, redacted"),
+        _c("text", "VARCHAR", "a text message's payload, redacted, at most `--max-body` bytes"),
+        _c("base64", "VARCHAR", "a binary or ping/pong payload as base64, at most `--max-body`"),
+        _c("payload_cut", "BOOLEAN", "`text`/`base64` hold only the first part of the payload"),
+        _DIAGS,
+    ),
+)
+
 CONNECTIONS = Table(
     name="connections",
     doc="One row per TCP connection of the captures (or stdio session), as the report's "
@@ -444,6 +478,7 @@ TABLES: tuple[Table, ...] = (
     TRACES,
     INCIDENTS,
     STREAM_EVENTS,
+    WS_MESSAGES,
     CONNECTIONS,
     SOURCES,
 )
