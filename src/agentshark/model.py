@@ -115,6 +115,16 @@ class WsRecord:
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WsLoss:
+    """Not a message: bytes of ``direction`` were lost at this point of a session as it was
+    read (the frame reader's ``ws.gap``). The message after them, if any, comes later with
+    the same diagnostic; the call readers count the loss here, where it happened."""
+
+    direction: int
+    diagnostic: Diagnostic
+
+
 @dataclass(slots=True, kw_only=True)
 class Exchange:
     """One request and its response (None when the capture holds no response).

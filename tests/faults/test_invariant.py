@@ -62,3 +62,27 @@ def test_keepalive_unaffected_stay_identical(fault: str) -> None:
     assert unaffected and len(same) >= GOAL * len(unaffected), _explain(
         result, [v for v in unaffected if v.outcome != "identical"]
     )
+
+
+# Cases found at higher seeds (``report --seeds 4``), kept as regressions: a lost SYN+ACK, the
+# last TLS record of a chunked response, and WebSocket losses that later Realtime calls depend
+# on (a lost session.update, a lost response.create noticed only at the close, a cut handshake).
+REGRESSIONS = (
+    ("a2a_v1_jsonrpc", "drop_any_5", 4),
+    ("llm_sdk_anthropic", "drop_data_5", 3),
+    ("llm_sdk_openai", "drop_data_1", 3),
+    ("ws_realtime_plain", "snaplen", 3),
+    ("ws_sdk_realtime_deflate", "drop_data_1", 4),
+    ("ws_sdk_realtime_deflate", "drop_any_5", 3),
+)
+
+
+@pytest.mark.parametrize(("name", "fault", "seed"), REGRESSIONS)
+def test_regressions_found_at_higher_seeds(name: str, fault: str, seed: int) -> None:
+    inp = next(i for i in INPUTS if i.name == name)
+    _check(inp, fault, seed)
+    result = run_case(inp.name, inp.path, inp.keylog, fault, seed)
+    unaffected = [v for v in result.verdicts if not v.affected and v.kind == "exchange"]
+    assert all(v.outcome == "identical" for v in unaffected), _explain(
+        result, [v for v in unaffected if v.outcome != "identical"]
+    )

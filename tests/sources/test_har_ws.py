@@ -41,7 +41,10 @@ def test_our_frames_are_pcap2hars(pcap: str, golden: str) -> None:
     har = json.loads((P2H / "goldens" / golden).read_text())
     (entry,) = [e for e in har["log"]["entries"] if "_webSocketMessages" in e]
     want = entry["_webSocketMessages"]
-    (ex,) = [it for it in run([str(P2H / "resources" / pcap)]) if isinstance(it, Exchange)]
+    # (the segmented capture also holds the close frames of an earlier session, without
+    # its handshake: an exchange of its own that pcap2har does not write)
+    items = run([str(P2H / "resources" / pcap)])
+    (ex,) = [it for it in items if isinstance(it, Exchange) and it.request is not None]
     got = _as_har(ex)
     assert [{**m, "time": round(float(m["time"]), 5)} for m in got] == [  # type: ignore[arg-type]
         {**m, "time": round(m["time"], 5)} for m in want

@@ -19,23 +19,37 @@ These reasons join the call's ``call.evidence_incomplete`` diagnostic and make i
 
 Where: the ``ws.gap`` diagnostic of lost bytes rides on the next message of their direction,
 which may come long after (a lost ``response.create`` shows on the client's close frame at the
-end). The bytes were sent after the direction's previous message, so :func:`loss_points`
-declares the loss right after that one, before the calls that the lost message may have
-started or configured.
+end). So the call readers take a :class:`~agentshark.model.WsLoss` where the loss happened:
+the WebSocket session puts one in its progress when the frame reader reports the gap (TCP
+gives a hole up before the peer's data that acknowledges it), and for a session read whole
+:func:`with_losses` puts one right after the direction's previous message (the bytes were
+sent after it), before the calls the lost message may have started or configured. The
+message that later carries the same ``ws.gap`` is not counted again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from agentshark.model import Exchange, WsRecord
+from agentshark.model import Exchange, WsLoss, WsRecord
 
-__all__ = ["CONFIG_LOST", "handshake_cut", "loss_points"]
+__all__ = [
+    "CONFIG_LOST",
+    "UNKNOWN_YET",
+    "SessionItem",
+    "handshake_cut",
+    "loss_points",
+    "loss_text",
+    "with_losses",
+]
+
+SessionItem = WsRecord | WsLoss
 
 CONFIG_LOST = (
-    "a client message lost at byte {offset} may have changed the session configuration "
+    "a client message lost {where} may have changed the session configuration "
     "in force (instructions, tools, voice, modalities)"
 )
+UNKNOWN_YET = 1 << 62  # where the message that shows a loss is: not read yet
 
 
 def handshake_cut(ex: Exchange) -> str | None:
@@ -58,3 +72,26 @@ def loss_points(records: Sequence[WsRecord]) -> dict[int, list[int]]:
             points.setdefault(last[direction], []).append(i)
         last[direction] = i
     return points
+
+
+def with_losses(records: Sequence[WsRecord]) -> list[SessionItem]:
+    """A whole session's records with a :class:`WsLoss` right after the message each loss
+    followed (:func:`loss_points`)."""
+    points = loss_points(records)
+    out: list[SessionItem] = [_loss(records[j]) for j in points.get(-1, ())]
+    for i, record in enumerate(records):
+        out.append(record)
+        out.extend(_loss(records[j]) for j in points.get(i, ()))
+    return out
+
+
+def _loss(record: WsRecord) -> WsLoss:
+    gap = next(d for d in record.diagnostics if d.code == "ws.gap")
+    return WsLoss(direction=record.message.direction, diagnostic=gap)
+
+
+def loss_text(loss: WsLoss) -> str:
+    """What a :class:`WsLoss` says in a call's ``call.evidence_incomplete``."""
+    who = "client" if loss.direction == 0 else "server"
+    where = loss.diagnostic.location
+    return f"{who} bytes were lost in a capture gap" + (f" ({where})" if where else "")

@@ -28,8 +28,9 @@ import orjson
 from agentshark.apis.gemini.live import LiveCalls, is_live
 from agentshark.apis.model import Call
 from agentshark.apis.openai.realtime import RealtimeCalls, is_realtime, is_realtime_event
+from agentshark.apis.session_evidence import SessionItem
 from agentshark.framing.websocket import TEXT
-from agentshark.model import Exchange, WsRecord
+from agentshark.model import Exchange, WsLoss, WsRecord
 
 __all__ = ["SessionCalls"]
 
@@ -45,7 +46,7 @@ class SessionCalls:
         self._exchange = exchange
         self._next_id = next_id
         self._reader: _Reader | None = None
-        self._held: list[WsRecord] = []
+        self._held: list[SessionItem] = []
         self._client: WsRecord | None = None  # the first client message
         self._server: WsRecord | None = None  # the first server text message
         self.decided = False
@@ -53,8 +54,8 @@ class SessionCalls:
         if req is not None and urlsplit(req.url).path.rstrip("/").endswith("/realtime"):
             self._decide(RealtimeCalls(exchange, next_id))
 
-    def feed(self, records: Iterable[WsRecord]) -> list[Call]:
-        """Records in the order they were read: the calls they make final."""
+    def feed(self, records: Iterable[SessionItem]) -> list[Call]:
+        """Records (and losses) in the order they were read: the calls they make final."""
         reader = self._reader
         if reader is None and self.decided:
             return []  # no family: nothing to read
@@ -62,6 +63,8 @@ class SessionCalls:
             return [call for record in records for call in reader.feed(record)]
         for record in records:
             self._held.append(record)
+            if isinstance(record, WsLoss):
+                continue
             m = record.message
             if m.direction == 0 and self._client is None:
                 self._client = record

@@ -19,6 +19,7 @@ from typing import TypeVar, overload
 from agentshark.apis.mcp.sessions import McpSessions
 from agentshark.apis.model import Call
 from agentshark.apis.registry import recognize
+from agentshark.apis.session_evidence import with_losses
 from agentshark.apis.websocket import SessionCalls
 from agentshark.errors import Diagnostic, InputError
 from agentshark.http.content import DEFAULT_DECODE_LIMIT
@@ -126,7 +127,7 @@ def _with_calls(items: Iterator[_T | WsProgress], opts: Options) -> Iterator[_T 
             entry = open_sessions.pop(item.id, None)
             if entry is None:  # no progress came: a message log, or WebSocket on HTTP/2
                 ws = SessionCalls(item, next_id)
-                entry = (ws, ws.feed(item.messages))
+                entry = (ws, ws.feed(with_losses(item.messages)))
             ws, held = entry
             yield from held
             yield from ws.close()

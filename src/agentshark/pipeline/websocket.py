@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 
 from agentshark.errors import Diagnostic
 from agentshark.framing.websocket import Deflate, WsDirection, WsMessage, parse_deflate
-from agentshark.model import Exchange, WsRecord, header
+from agentshark.model import Exchange, WsLoss, WsRecord, header
 
 __all__ = [
     "MAX_KEPT",
@@ -47,10 +47,11 @@ MAX_KEPT = 64 << 20  # payload bytes kept per session
 @dataclass(frozen=True, slots=True, kw_only=True)
 class WsProgress:
     """Not an item: messages of an open session (``exchange`` is its handshake), read
-    since its last progress; the call stage consumes it."""
+    since its last progress, with a :class:`~agentshark.model.WsLoss` where bytes were
+    lost; the call stage consumes it."""
 
     exchange: Exchange
-    records: list[WsRecord]
+    records: list[WsRecord | WsLoss]
 
 
 class WebSocketSession:
@@ -66,7 +67,7 @@ class WebSocketSession:
         "_outbox",
         "_pending",
         "_records",
-        "_sent",
+        "_unsent",
         "bytes",
         "done",
     )
@@ -82,7 +83,7 @@ class WebSocketSession:
         """``headless``: the handshake is not in the capture (see :func:`headless`)."""
         self._exchange = exchange
         self._outbox = outbox
-        self._sent = 0  # records put in the outbox so far
+        self._unsent: list[WsRecord | WsLoss] = []  # read, not yet put in the outbox
         response = exchange.response
         extensions = header(response.headers, "sec-websocket-extensions") if response else None
         deflate = Deflate() if headless else parse_deflate(extensions)
@@ -110,7 +111,7 @@ class WebSocketSession:
         self.bytes[direction] += len(data)
         self._last = ts
         self._take(direction, self._dirs[direction].feed(data, ts))
-        if self._outbox is not None and len(self._records) > self._sent:
+        if self._unsent:
             self._progress()
 
     def gap(self, direction: int, size: int, ts: float) -> None:
@@ -122,10 +123,9 @@ class WebSocketSession:
 
     def _progress(self) -> None:
         """The records read since the last progress, to the outbox (when any)."""
-        records = self._records
-        if self._outbox is not None and len(records) > self._sent:
-            self._outbox(WsProgress(exchange=self._exchange, records=records[self._sent :]))
-            self._sent = len(records)
+        if self._outbox is not None and self._unsent:
+            self._outbox(WsProgress(exchange=self._exchange, records=self._unsent))
+            self._unsent = []
 
     def end(self, direction: int, ts: float, *, clean: bool) -> Exchange | None:
         """The direction ended (``clean``: with a FIN); the exchange once both have."""
@@ -152,6 +152,8 @@ class WebSocketSession:
         for ev in events:
             if isinstance(ev, Diagnostic):
                 pending.append(ev)
+                if ev.code == "ws.gap" and self._outbox is not None:
+                    self._unsent.append(WsLoss(direction=direction, diagnostic=ev))
                 continue
             if ev.payload is not None and self._kept + len(ev.payload) > MAX_KEPT:
                 if self._kept <= MAX_KEPT:
@@ -160,7 +162,10 @@ class WebSocketSession:
                 ev = replace(ev, payload=None, truncated=True)
             elif ev.payload is not None:
                 self._kept += len(ev.payload)
-            self._records.append(WsRecord(message=ev, diagnostics=list(pending)))
+            record = WsRecord(message=ev, diagnostics=list(pending))
+            self._records.append(record)
+            if self._outbox is not None:
+                self._unsent.append(record)
             pending.clear()
 
     def _over_budget(self, ev: WsMessage) -> Diagnostic:

@@ -28,7 +28,7 @@ Gemini Live's turns carry no finish reason of their own: ``finish_reasons`` stay
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import orjson
@@ -48,10 +48,16 @@ from agentshark.apis.model import (
     ToolCallResponsePart,
     Usage,
 )
-from agentshark.apis.session_evidence import CONFIG_LOST, handshake_cut, loss_points
+from agentshark.apis.session_evidence import (
+    CONFIG_LOST,
+    SessionItem,
+    handshake_cut,
+    loss_text,
+    with_losses,
+)
 from agentshark.errors import Diagnostic
 from agentshark.framing.websocket import BINARY, TEXT
-from agentshark.model import Exchange, WsRecord
+from agentshark.model import Exchange, WsLoss, WsRecord
 
 __all__ = ["API", "LiveCalls", "is_live", "live_calls"]
 
@@ -103,15 +109,8 @@ class _Live:
 
 def live_calls(exchange: Exchange, next_id: Callable[[], str]) -> list[Call]:
     """The calls (one per model turn) of a Gemini Live session's exchange, in order."""
-    records = exchange.messages or []
-    points = loss_points(records)  # read whole, a loss counts where its bytes were sent
-    moved = {j for lost in points.values() for j in lost}
     reader = LiveCalls(exchange, next_id)
-    reader.lose([records[j] for j in points.get(-1, ())])
-    calls = []
-    for i, record in enumerate(records):
-        after = [records[j] for j in points.get(i, ())]
-        calls += reader.feed(record, moved=i in moved, lost_after=after)
+    calls = [call for item in with_losses(exchange.messages or []) for call in reader.feed(item)]
     return calls + reader.close()
 
 
@@ -123,46 +122,45 @@ class LiveCalls:
     ``turnComplete``); one ended without usage waits for a ``usageMetadata`` until the next
     turn starts. A call given out is never changed: a later ``usageMetadata`` is said
     (``live.late_usage``). A call made while no message had a time (a message log) has no
-    times. Read live, a loss shows where it is noticed (the next message of its direction);
-    :func:`live_calls` counts it where its bytes were sent (``session_evidence``)."""
+    times. A :class:`~agentshark.model.WsLoss` fed counts a loss where it happened; the
+    message that later carries the same ``ws.gap`` is read as the whole message it is
+    (:mod:`agentshark.apis.session_evidence`)."""
 
-    __slots__ = ("_s", "_timed")
+    __slots__ = ("_declared", "_s", "_timed")
 
     def __init__(self, exchange: Exchange, next_id: Callable[[], str]) -> None:
         self._s = _Live(exchange, next_id)
         self._timed = False  # a message had a time
+        self._declared = [False, False]  # a WsLoss came, per direction, since its last message
 
-    def feed(
-        self,
-        record: WsRecord,
-        *,
-        moved: bool = False,
-        lost_after: Sequence[WsRecord] = (),
-    ) -> list[Call]:
-        """The calls ``record`` (the next message read, either direction) makes final.
-        ``moved``: its loss was counted earlier; ``lost_after``: later messages whose lost
-        bytes were sent right after this one."""
+    def feed(self, item: SessionItem) -> list[Call]:
+        """The calls ``item`` (the next message read, either direction, or a loss) makes
+        final."""
         s = self._s
-        m = record.message
+        if isinstance(item, WsLoss):
+            into = s.later if item.direction == 0 and s.call is not None else s.lost
+            into.append(loss_text(item))
+            if item.direction == 0:
+                s.config_lost = CONFIG_LOST.format(where="in a capture gap")
+            self._declared[item.direction] = True
+            return []
+        record, m = item, item.message
         self._timed = self._timed or bool(m.last_ts)
         codes = {d.code for d in record.diagnostics} if record.diagnostics else set()
+        counted = "ws.gap" in codes and self._declared[m.direction]
+        self._declared[m.direction] = False
         data = m.opcode in (TEXT, BINARY)
         event = _event(record) if data else None
-        lost = (data and event is None) or bool(codes & {"ws.gap", "ws.undecodable"})
-        if (lost and not moved) or "ws.suspect" in codes:
+        lost = (data and event is None) or "ws.undecodable" in codes
+        lost = lost or ("ws.gap" in codes and not counted)  # (counted: this one is whole)
+        if lost or "ws.suspect" in codes:
             _lost(s, record)
         if event is not None and not lost:
             if m.direction == 0:
                 _client(s, event, m.first_ts)
             else:
                 _server(s, event, m.first_ts, m.last_ts)
-        self.lose(lost_after)
         return self._new()
-
-    def lose(self, lost: Sequence[WsRecord]) -> None:
-        """Messages lost at this point of the session."""
-        for record in lost:
-            _lost(self._s, record)
 
     def close(self) -> list[Call]:
         """The session ended: the calls not given out yet."""
@@ -195,7 +193,7 @@ def _lost(s: _Live, record: WsRecord) -> None:
         "sits on a stream that lost frames"
     )
     if m.direction == 0 or any(d.code == "ws.suspect" for d in record.diagnostics):
-        s.config_lost = CONFIG_LOST.format(offset=m.offset)
+        s.config_lost = CONFIG_LOST.format(where=f"at byte {m.offset}")
 
 
 def _client(s: _Live, event: dict[str, Json], ts: float) -> None:

@@ -32,7 +32,7 @@ whole session (it may have changed the configuration), and the handshake was not
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -60,10 +60,17 @@ from agentshark.apis.openai.realtime_parts import (
     url_model,
     usage_of,
 )
-from agentshark.apis.session_evidence import CONFIG_LOST, handshake_cut, loss_points
+from agentshark.apis.session_evidence import (
+    CONFIG_LOST,
+    UNKNOWN_YET,
+    SessionItem,
+    handshake_cut,
+    loss_text,
+    with_losses,
+)
 from agentshark.errors import Diagnostic
 from agentshark.framing.websocket import TEXT, WsMessage
-from agentshark.model import Exchange, WsRecord
+from agentshark.model import Exchange, WsLoss, WsRecord
 
 __all__ = ["API", "RealtimeCalls", "is_realtime", "is_realtime_event", "session_calls"]
 
@@ -128,15 +135,8 @@ class _Session:
 
 def session_calls(exchange: Exchange, next_id: Callable[[], str]) -> list[Call]:
     """The calls (one per response) of a Realtime session's exchange, in order."""
-    records = exchange.messages or []
-    points = loss_points(records)  # read whole, a loss counts where its bytes were sent
-    moved = {j for lost in points.values() for j in lost}
     reader = RealtimeCalls(exchange, next_id)
-    reader.lose([(j, records[j]) for j in points.get(-1, ())])
-    calls = []
-    for i, record in enumerate(records):
-        after = [(j, records[j]) for j in points.get(i, ())]
-        calls += reader.feed(record, moved=i in moved, lost_after=after)
+    calls = [call for item in with_losses(exchange.messages or []) for call in reader.feed(item)]
     return calls + reader.close()
 
 
@@ -151,12 +151,11 @@ class RealtimeCalls:
     (``realtime.late_transcription``), not added. A call made while no message had a time
     (a message log) has no times.
 
-    Read live, a loss shows where it is noticed: on the next message of its direction
-    (``ws.gap``), so a call given out before then stays as it was; :func:`session_calls`
-    reads a whole session and counts each loss right after the previous message of its
-    direction (:func:`~agentshark.apis.session_evidence.loss_points`)."""
+    A :class:`~agentshark.model.WsLoss` fed counts a loss where it happened; the message
+    that later carries the same ``ws.gap`` is then read as the whole message it is
+    (:mod:`agentshark.apis.session_evidence`)."""
 
-    __slots__ = ("_given", "_s", "_timed")
+    __slots__ = ("_declared", "_given", "_s", "_timed")
 
     def __init__(
         self, exchange: Exchange, next_id: Callable[[], str], *, from_middle: bool = False
@@ -167,46 +166,42 @@ class RealtimeCalls:
         self._s = _Session(exchange, next_id)
         self._given = 0  # calls of _s.calls given out
         self._timed = False  # a message had a time
+        self._declared = [False, False]  # a WsLoss came, per direction, since its last message
         if from_middle:
             self._s.lost.append("the session started before the capture (no session.created)")
             self._s.config_lost = "the session's configuration was set before the capture"
 
-    def feed(
-        self,
-        record: WsRecord,
-        *,
-        moved: bool = False,
-        lost_after: Sequence[tuple[int, WsRecord]] = (),
-    ) -> list[Call]:
-        """The calls ``record`` (the next message read, either direction) makes final.
-        ``moved``: its loss was counted earlier (``lost_after`` of an earlier message);
-        ``lost_after``: later messages (with their index) whose lost bytes were sent right
-        after this one."""
+    def feed(self, item: SessionItem) -> list[Call]:
+        """The calls ``item`` (the next message read, either direction, or a loss) makes
+        final."""
         s = self._s
-        m = record.message
+        if isinstance(item, WsLoss):
+            _lost_bytes(s, item)
+            self._declared[item.direction] = True
+            return []
+        record, m = item, item.message
         s.at += 1
         self._timed = self._timed or bool(m.first_ts or m.last_ts)
-        if any(d.code in ("ws.gap", "ws.undecodable") for d in record.diagnostics):
+        codes = {d.code for d in record.diagnostics} if record.diagnostics else _NONE
+        counted = "ws.gap" in codes and self._declared[m.direction]
+        self._declared[m.direction] = False
+        whole = m.complete and not m.truncated and "ws.undecodable" not in codes
+        if counted and s.config_lost_at == UNKNOWN_YET:
+            s.config_lost_at = s.at  # the lost bytes were sent before this message
+        if "ws.undecodable" in codes or ("ws.gap" in codes and not (counted and whole)):
             event = None
         elif m.opcode != TEXT:
             event = _NOT_AN_EVENT  # binary and control messages are not Realtime events
         else:
-            event = _event(m) if m.complete and not m.truncated else None
-        if (event is None and not moved) or _suspect(record):
+            event = _event(m) if whole else None
+        if event is None or "ws.suspect" in codes:
             _lost(s, record, s.at)
         if event is not None:
             kind = event.get("type")
             handler = _CLIENT.get(kind) if m.direction == 0 else _SERVER.get(kind)
             if handler is not None:
                 handler(s, event, m)
-        self.lose(lost_after)
         return self._new()
-
-    def lose(self, lost: Sequence[tuple[int, WsRecord]]) -> None:
-        """Messages lost at this point of the session (with the index of the message that
-        showed the loss)."""
-        for at, record in lost:
-            _lost(self._s, record, at)
 
     def close(self) -> list[Call]:
         """The session ended: the calls not given out yet."""
@@ -254,6 +249,7 @@ def _awaits_transcript(s: _Session, call: Call) -> bool:
 
 
 _NOT_AN_EVENT: dict[str, Json] = {}  # a binary or control message: no handler takes it
+_NONE: frozenset[str] = frozenset()
 
 
 def _event(m: WsMessage) -> dict[str, Json] | None:
@@ -270,6 +266,16 @@ def _suspect(record: WsRecord) -> bool:
     """A message whose neighbours may have been lost (``ws.suspect``: HTTP/2 lost frames of
     its stream at an unknown place)."""
     return any(d.code == "ws.suspect" for d in record.diagnostics)
+
+
+def _lost_bytes(s: _Session, loss: WsLoss) -> None:
+    """Bytes lost here (a :class:`WsLoss`): a client's while a call is open belong to the
+    next call; a client's may have changed the configuration."""
+    lost = s.later if loss.direction == 0 and s.call is not None else s.lost
+    lost.append(loss_text(loss))
+    if loss.direction == 0:
+        s.config_lost = CONFIG_LOST.format(where="in a capture gap")
+        s.config_lost_at = UNKNOWN_YET
 
 
 def _lost(s: _Session, record: WsRecord, seen_at: int) -> None:
@@ -290,8 +296,9 @@ def _lost(s: _Session, record: WsRecord, seen_at: int) -> None:
     lost = s.later if m.direction == 0 and s.call is not None else s.lost
     lost.append(why)
     if m.direction == 0 or _suspect(record):
-        s.config_lost = CONFIG_LOST.format(offset=m.offset)
-        s.config_lost_at = max(s.config_lost_at, seen_at)
+        s.config_lost = CONFIG_LOST.format(where=f"at byte {m.offset}")
+        if s.config_lost_at != UNKNOWN_YET:
+            s.config_lost_at = max(s.config_lost_at, seen_at)
 
 
 # -- client events ------------------------------------------------------------------------------
@@ -337,7 +344,7 @@ def _session_created(s: _Session, event: dict[str, Json], m: WsMessage) -> None:
     session = event.get("session")
     if isinstance(session, dict):
         s.config = {**s.config, **session}
-        if s.at > s.config_lost_at:
+        if s.at > s.config_lost_at:  # (never while the message that shows it is to come)
             s.config_lost = ""
         if isinstance(session.get("id"), str):
             s.config["id"] = session["id"]
