@@ -33,6 +33,7 @@ from unittest import mock
 
 import orjson
 
+from agentshark import cli  # at import: forked slices run the code the campaign started with
 from agentshark.apis.model import Call
 from agentshark.apis.registry import recognize
 from agentshark.errors import Diagnostic, InputError
@@ -182,8 +183,6 @@ _PARSERS: list[argparse.ArgumentParser] = []  # the CLI's parser, built once (se
 
 def t_pipeline(parts: Parts) -> list[Any]:
     """The whole CLI on a mutated capture: every command, text and JSON, into a file."""
-    from agentshark import cli
-
     if not _PARSERS:  # building the parser is half the CPU of the CLI on a small capture
         _PARSERS.append(cli.build_parser())  # (argparse formats every help text); reuse it
     capture, keys = FILES.write("capture", parts[1]), FILES.write("keys", parts[0])
