@@ -7,19 +7,18 @@ are the command's own, with the same options; the report is written into a spool
 read back. Bad input never raises: an input that cannot be read is a source with a
 ``source.*`` diagnostic (:attr:`Report.failures <agentshark.library.report.Report.failures>`)
 and the other inputs are still analyzed, as on the command line. Only arguments that cannot
-run as given raise (``ValueError``: an unknown ``api``, a ``max_body`` not above 0, a
-``proto`` file that is not a schema).
+run as given raise (``ValueError``: a ``max_body`` not above 0, a ``proto`` file that is
+not a schema). To keep some calls only, query the report (:meth:`Report.calls
+<agentshark.library.report.Report.calls>`).
 """
 
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from os import PathLike
 from typing import Any
 
-from agentshark.apis.model import Call
-from agentshark.apis.registry import known_apis
 from agentshark.errors import InputError
 from agentshark.framing.proto_schema import load_schemas
 from agentshark.http.content import DEFAULT_DECODE_LIMIT
@@ -27,7 +26,7 @@ from agentshark.library.report import Report
 from agentshark.output.census import Census
 from agentshark.output.jsonreport import JsonReportWriter
 from agentshark.output.report import RenderOptions
-from agentshark.pipeline import Item, Options, run
+from agentshark.pipeline import Options, run
 from agentshark.trace.collect import Analysis
 
 __all__ = ["analyze"]
@@ -41,7 +40,6 @@ def analyze(
     keylogs: Sequence[StrPath] = (),
     redact: bool = True,
     events: bool = False,
-    api: Sequence[str] = (),
     max_body: int = DEFAULT_DECODE_LIMIT,
     proto: Sequence[StrPath] = (),
 ) -> Report:
@@ -50,16 +48,12 @@ def analyze(
     ``paths``: one path or several (the format of each is detected from its content);
     ``keylogs``: TLS key logs (SSLKEYLOGFILE) to decrypt captured TLS; ``redact=False``
     shows credentials as captured (``--no-redact``); ``events`` adds every body piece and
-    the decoded stream events (``--events``); ``api`` keeps only the calls of these API
-    families (``--api``); ``max_body`` is the decoded size limit per body; ``proto``:
-    ``.proto`` files naming gRPC message fields (``--proto``).
+    the decoded stream events (``--events``); ``max_body`` is the decoded size limit per
+    body; ``proto``: ``.proto`` files naming gRPC message fields (``--proto``).
     """
     files = [str(paths)] if isinstance(paths, str | PathLike) else [str(p) for p in paths]
     if max_body <= 0:
         raise ValueError(f"max_body {max_body}: give a positive number of bytes")
-    unknown = [a for a in api if not any(k == a or k.startswith(f"{a}.") for k in known_apis())]
-    if unknown:
-        raise ValueError(f"api {unknown[0]!r}: no such API family; known: {known_apis()}")
     try:
         schemas = load_schemas([str(p) for p in proto])
     except InputError as exc:
@@ -70,7 +64,7 @@ def analyze(
     analysis = Analysis()
     with tempfile.SpooledTemporaryFile(max_size=64 << 20) as spool:
         writer = JsonReportWriter(spool, render, calls=True)  # type: ignore[arg-type]
-        for item in analysis.watch(_selected(census.watch(run(files, options)), tuple(api))):
+        for item in analysis.watch(census.watch(run(files, options))):
             writer.write(item)
         analysis.finish()
         sections: list[tuple[str, Iterable[Any]]] = [
@@ -81,16 +75,3 @@ def analyze(
         writer.close(sections)
         spool.seek(0)
         return Report(spool.read())
-
-
-def _selected(items: Iterator[Item], apis: tuple[str, ...]) -> Iterator[Item]:
-    """``items`` without the calls of other API families than ``apis`` (all when empty),
-    as ``--api`` selects them."""
-    if not apis:
-        return items
-    prefixes = tuple(f"{name}." for name in apis)
-    return (
-        item
-        for item in items
-        if not isinstance(item, Call) or item.api in apis or item.api.startswith(prefixes)
-    )
