@@ -3,6 +3,7 @@ queries; redaction on by default."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 import orjson
@@ -89,9 +90,12 @@ def test_views_hold_the_report_fields() -> None:
     assert report.summary()["calls"] == 6
 
 
+def ids(calls: Iterable[agentshark.Call]) -> list[str]:
+    return [c.id for c in calls]
+
+
 def test_queries_filter_as_documented() -> None:
     report = agentshark.analyze(EXAMPLE)
-    ids = lambda calls: [c.id for c in calls]  # noqa: E731
     assert (
         ids(report.calls(api="openai"))
         == ids(report.calls(api="openai.chat"))
