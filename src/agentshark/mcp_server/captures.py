@@ -30,6 +30,7 @@ from agentshark.http.content import DEFAULT_DECODE_LIMIT
 from agentshark.library.analyze import analyze
 from agentshark.library.report import Report
 from agentshark.sources.detect import SNIFF_BYTES, sniff_format
+from agentshark.sources.stdio import sniff_stdio
 
 __all__ = ["CACHED", "Captures", "PathRefusedError"]
 
@@ -137,11 +138,31 @@ class Captures:
             raise PathRefusedError(f"{folder}: no such folder under {self.root}")
         out: list[dict[str, object]] = []
         for path in sorted(_files(base))[:MAX_LISTED]:
-            head = _head(path)
-            kind = "keylog" if is_keylog(head) else sniff_format(head)
-            if kind != "unknown":
+            kind = input_kind(_head(path))
+            if kind is not None:
                 out.append({"path": self.relative(path), "format": kind, "bytes": _size(path)})
         return out
+
+
+def input_kind(head: bytes) -> str | None:
+    """What a file is from its first bytes, for the listing: ``pcap``, ``pcapng``, ``har``,
+    ``vcr``, ``transcript`` (MCP stdio), ``keylog``; None for anything else (source code,
+    notes, other JSON). A guess from the head only: the analysis decides from the whole
+    content (a HAR file whose head has no ``"log"`` key is not listed, but is read)."""
+    kind = sniff_format(head)
+    if kind in ("pcap", "pcapng"):
+        return kind
+    if kind not in ("json", "text"):
+        return None
+    if is_keylog(head):
+        return "keylog"
+    if sniff_stdio(head) is not None:
+        return "transcript"
+    if kind == "json" and b'"log"' in head and b'"entries"' in head:
+        return "har"
+    if b"interactions" in head and (b"request" in head or kind == "text"):
+        return "vcr"
+    return None
 
 
 def _file_key(path: Path) -> FileKey:
