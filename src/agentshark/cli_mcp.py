@@ -79,8 +79,9 @@ def run_mcp_server(args: argparse.Namespace) -> int:
     try:
         from agentshark.mcp_server.server import make_server
     except ImportError as exc:
+        missing = (exc.name or "mcp").split(".")[0]  # the package, not its module
         print(
-            f"agentshark: mcp-server needs the MCP SDK ({exc.name or 'mcp'} is missing): "
+            f"agentshark: mcp-server needs the MCP SDK ({missing} is missing): "
             "pip install 'agentshark[mcp]'",
             file=sys.stderr,
         )
