@@ -30,7 +30,6 @@ Resources: ``agentshark://captures`` (the root's listing) and
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Annotated, Any
 
 import orjson
@@ -224,30 +223,27 @@ def make_server(captures: Captures) -> MCPServer:
 def _resources(server: MCPServer, captures: Captures) -> None:
     redact = redactor(captures.redact)
 
-    @server.resource(
-        "agentshark://captures",
-        name="captures",
-        description="the captures, HAR files, cassettes, transcripts and key logs of the root",
-        mime_type="application/json",
-    )
     def listing() -> str:
         try:
             return orjson.dumps(redact.json(captures.listing(""))).decode()
         except PathRefusedError as exc:
             raise ResourceError(str(exc)) from None
 
-    @server.resource(
-        "agentshark://report/{+path}",
-        name="report",
-        description="the analyze --format json report of one capture (path under the root)",
-        mime_type="application/json",
-    )
     def report(path: str) -> str:
         try:
             return captures.report([path]).to_bytes().decode()
         except PathRefusedError as exc:
             raise ResourceError(str(exc)) from None
 
-
-def root_path(root: str) -> Path:
-    return Path(root).expanduser().resolve()
+    server.resource(
+        "agentshark://captures",
+        name="captures",
+        description="the captures, HAR files, cassettes, transcripts and key logs of the root",
+        mime_type="application/json",
+    )(listing)
+    server.resource(
+        "agentshark://report/{+path}",
+        name="report",
+        description="the analyze --format json report of one capture (path under the root)",
+        mime_type="application/json",
+    )(report)
