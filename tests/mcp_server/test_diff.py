@@ -31,7 +31,14 @@ def call(data: dict[str, Any], call_id: str) -> dict[str, Any]:
 def test_a_run_is_identical_to_itself() -> None:
     d = diff(agentshark.analyze(EXAMPLE))
     assert d["identical"] is True
-    assert d["steps"] == {"changed_total": 0, "changed": [], "only_before": [], "only_after": []}
+    assert d["steps"] == {
+        "changed_total": 0,
+        "changed": [],
+        "only_before_total": 0,
+        "only_before": [],
+        "only_after_total": 0,
+        "only_after": [],
+    }
     assert d["counts"]["steps"] == {"before": 6, "after": 6}
 
 

@@ -68,7 +68,9 @@ def diff_reports(before: Report, after: Report, *, limit: int, max_chars: int) -
         "steps": {
             "changed_total": len(changed),
             "changed": changed[:limit],
+            "only_before_total": len(only_b),
             "only_before": only_b[:limit],
+            "only_after_total": len(only_a),
             "only_after": only_a[:limit],
         },
         "tool_calls": tools,

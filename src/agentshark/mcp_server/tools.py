@@ -22,6 +22,10 @@ from agentshark.mcp_server.shape import EXCERPT, call_summary, clip, incident_js
 Json = Any
 
 
+MAX_EVIDENCE = 20  # joins of a trace shown (evidence_total says how many there are)
+MAX_TOOLS = 100  # tool definitions of a call named (tool_definitions_total: how many)
+
+
 class ToolFailureError(Exception):
     """A tool call that cannot be answered; the message says why."""
 
@@ -120,7 +124,8 @@ def show_trace(
         "trace_id": trace.trace_id,
         "origin": trace.origin,
         "calls": list(trace.calls),
-        "evidence": clip(list(trace.evidence), max_chars)[:20],
+        "evidence_total": len(trace.evidence),
+        "evidence": clip(list(trace.evidence[:MAX_EVIDENCE]), max_chars),
         "incidents": [
             incident_json(i, max_chars) for i in report.incidents() if i.trace_id == trace.trace_id
         ],
@@ -220,7 +225,8 @@ def show_call(
         "input_messages_page": facts,
         "input_messages": [_message(m, i, max_chars) for i, m in chosen],
         "output_messages": [_message(m, i, max_chars) for i, m in enumerate(call.output_messages)],
-        "tool_definitions": [_tool_name(t) for t in d.get("tool_definitions") or []][:100],
+        "tool_definitions_total": len(d.get("tool_definitions") or []),
+        "tool_definitions": [_tool_name(t) for t in (d.get("tool_definitions") or [])[:MAX_TOOLS]],
         "request_params": clip(d.get("request_params"), max_chars),
         "usage": clip(dict(call.usage.data), max_chars) if call.usage else None,
         "error": clip(d.get("error"), max_chars),
