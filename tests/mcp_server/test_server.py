@@ -51,6 +51,11 @@ TOOLS = {
     "diff_runs",
 }
 AGENTSHARK = str(Path(sys.executable).with_name("agentshark"))
+# every shared capture: its main input (key logs lie beside the TLS ones)
+SHARED_INPUTS = sorted(
+    p.parent / ("transcript.jsonl" if (p.parent / "transcript.jsonl").exists() else "capture.pcap")
+    for p in CAPTURES.glob("*/truth.json")
+)
 
 
 def rel(path: Path) -> str:
@@ -89,6 +94,11 @@ async def exercise(client: Client) -> Answers:
     await call("same", "diff_runs", before=ex, after=ex)
     await call("transports", "diff_runs", before=[rel(H1)], after=[rel(H2_TLS)])
     await call("other", "diff_runs", before=ex, after=[rel(OPENAI)])
+    for path in SHARED_INPUTS:
+        name = path.parent.name
+        await call(f"shared_{name}_calls", "search_calls", paths=[rel(path)], limit=200)
+        await call(f"shared_{name}_traces", "list_traces", paths=[rel(path)], limit=200)
+        await call(f"shared_{name}_incidents", "list_incidents", paths=[rel(path)], limit=200)
     # errors
     await call("missing", "show_call", paths=["no/such.pcap"], call_id="call1")
     await call("outside", "list_traces", paths=["/etc/passwd"])
@@ -291,3 +301,19 @@ def test_no_tool_shows_a_planted_secret(answers: Answers) -> None:
 
 def test_the_report_resource_is_the_report(answers: Answers) -> None:
     assert answers["resource"].encode() == agentshark.analyze(EXAMPLE).to_bytes()
+
+
+def test_every_shared_capture_answers_as_the_report_has_it(answers: Answers) -> None:
+    assert len(SHARED_INPUTS) == 11
+    for path in SHARED_INPUTS:
+        keys = sorted(path.parent.glob("keylog.txt"))
+        report = agentshark.analyze(path, keylogs=keys)
+        name = path.parent.name
+        calls = ok(answers, f"shared_{name}_calls")
+        assert [c["id"] for c in calls["calls"]] == [c.id for c in report.calls()], name
+        assert [c["status"] for c in calls["calls"]] == [c.status for c in report.calls()]
+        traces = ok(answers, f"shared_{name}_traces")["traces"]
+        assert [t["trace_id"] for t in traces] == [t.trace_id for t in report.traces()], name
+        incidents = ok(answers, f"shared_{name}_incidents")["incidents"]
+        assert [i["rule"] for i in incidents] == [i.rule for i in report.incidents()], name
+        assert calls["summary"] == report.summary(), name
