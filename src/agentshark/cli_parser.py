@@ -15,6 +15,7 @@ from typing import Any
 from agentshark import __version__, cli_view
 from agentshark.cli_export import add_export_parser
 from agentshark.cli_follow import add_follow_options
+from agentshark.cli_mcp import add_mcp_parser
 from agentshark.output.screen import COLOR_CHOICES
 from agentshark.pipeline import Options
 
@@ -219,6 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
     show.set_defaults(events=False, api=[], wide=False)
     cli_view.add_commands(sub, _command, _size_arg)
     add_export_parser(sub)
+    add_mcp_parser(sub, _command, _size_arg)
     return parser
 
 

@@ -1,0 +1,1 @@
+"""``agentshark mcp-server``: the captures as MCP tools for coding agents (:mod:`.server`)."""
