@@ -21,8 +21,11 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 def test_without_the_sdk_the_error_names_the_extra(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setitem(sys.modules, "mcp", None)  # import mcp raises ImportError
-    monkeypatch.delitem(sys.modules, "agentshark.mcp_server.server", raising=False)
+    # import mcp (and any mcp.* an earlier test imported) raises ImportError
+    for name in [m for m in sys.modules if m == "mcp" or m.startswith("mcp.")] or ["mcp"]:
+        monkeypatch.setitem(sys.modules, name, None)
+    for name in [m for m in sys.modules if m.startswith("agentshark.mcp_server.")]:
+        monkeypatch.delitem(sys.modules, name)
     code, out, err = run(capsys)
     assert code == 2 and out == ""
     assert err == (
