@@ -21,11 +21,11 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 def test_without_the_sdk_the_error_names_the_extra(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # every module of the SDK (imported already by other tests) raises ImportError now
-    for name in [n for n in sys.modules if n.split(".")[0] in ("mcp", "mcp_types")]:
+    # import mcp (and any mcp.* an earlier test imported) raises ImportError
+    for name in [m for m in sys.modules if m == "mcp" or m.startswith("mcp.")] or ["mcp"]:
         monkeypatch.setitem(sys.modules, name, None)
-    monkeypatch.setitem(sys.modules, "mcp", None)
-    monkeypatch.delitem(sys.modules, "agentshark.mcp_server.server", raising=False)
+    for name in [m for m in sys.modules if m.startswith("agentshark.mcp_server.")]:
+        monkeypatch.delitem(sys.modules, name)
     code, out, err = run(capsys)
     assert code == 2 and out == ""
     assert err == (
