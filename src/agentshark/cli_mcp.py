@@ -50,7 +50,12 @@ def add_mcp_parser(sub: Any, command: Any, size_arg: Any) -> None:
         "runs. Reads only the files under --root; every answer is bounded and redacted.",
         epilog=_EXAMPLES,
     )
-    cmd.add_argument("--transport", choices=("stdio", "http"), default="stdio")
+    cmd.add_argument(
+        "--transport",
+        choices=("stdio", "http"),
+        default="stdio",
+        help="stdio (what an editor launches; the default) or http (Streamable HTTP at /mcp)",
+    )
     cmd.add_argument("--host", default="127.0.0.1", help="with http: address (127.0.0.1)")
     cmd.add_argument("--port", type=int, default=8787, help="with http: port (8787; 0: any)")
     cmd.add_argument("--root", default=".", metavar="DIR", help="the folder the tools may read (.)")
