@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import ipaddress
+import json
 import secrets
 import socket
 import threading
@@ -87,6 +88,28 @@ def replies_from_capture(name: str) -> Replies:
             (k.lower().encode(), v.encode()) for k, v in resp.headers if k.lower() not in _HOP
         ]
         out.by_key[_key(req.method, req.target, body)].append(Reply(resp.status, headers, chunks))
+        out.count += 1
+    return out
+
+
+def replies_from_har(path: Path) -> Replies:
+    """The recorded responses of a HAR file, by request key (bodies as ``content.text``)."""
+    out = Replies()
+    for entry in json.loads(path.read_text())["log"]["entries"]:
+        req, resp = entry["request"], entry["response"]
+        body = req.get("postData", {}).get("text", "").encode()
+        target = req["url"].split("/", 3)[3] if req["url"].count("/") >= 3 else ""
+        data = resp["content"].get("text", "").encode()
+        stream = resp["content"].get("mimeType", "").startswith("text/event-stream")
+        headers = [
+            (h["name"].lower().encode(), h["value"].encode())
+            for h in resp["headers"]
+            if h["name"].lower() not in _HOP | {"content-encoding"}
+        ]
+        chunks = _sse_events(data) if stream else [data]
+        out.by_key[_key(req["method"], "/" + target, body)].append(
+            Reply(resp["status"], headers, chunks)
+        )
         out.count += 1
     return out
 

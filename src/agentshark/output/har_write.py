@@ -11,7 +11,8 @@ WebSocket messages of an upgraded exchange as ``_webSocketMessages`` (as Chrome 
 Redaction (the one :class:`~agentshark.output.redact.Redactor` of every writer): header
 values, the URL and the text of bodies and text messages go through it before they are
 written, so the file holds no credential unless the redactor is :data:`NO_REDACTION`
-(``--no-redact``). A body is redacted whole (a secret split across two chunks is found), and
+(``--no-redact``). A body is redacted whole (a secret split across two chunks is found; in
+an SSE stream, one split across the deltas of several events too), and
 its chunk sizes are those of the redacted text: each chunk redacted alone when that gives the
 same text (the common case: no secret, or none cut by a chunk boundary), else the original
 boundaries kept where the redacted text still reaches them. Binary bodies (not UTF-8) are
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import base64
 import codecs
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -39,6 +41,7 @@ from agentshark.framing.websocket import BINARY, WsMessage
 from agentshark.http.content import decode_body
 from agentshark.model import Body, Exchange, Headers, Request, Response, header
 from agentshark.output.redact import Redactor
+from agentshark.output.redact_stream import redact_split
 from agentshark.sources.har_ext import EXTENSION
 
 __all__ = ["HarFile", "har_entry"]
@@ -185,7 +188,7 @@ def _redacted(pieces: Pieces, redact: Redactor) -> tuple[bytes, list[list[float 
         encoding = "utf-8"
     except UnicodeDecodeError:
         text, encoding = data.decode("latin-1"), "latin-1"
-    whole = redact.text(text)
+    whole = redact.text(_split_secrets(text) if redact.enabled else text)
     if whole == text:
         return data, sizes
     out = whole.encode(encoding, "replace")
@@ -201,6 +204,24 @@ def _redacted(pieces: Pieces, redact: Redactor) -> tuple[bytes, list[list[float 
         kept.append([ts, n])
         left -= n
     return out, kept
+
+
+_LINES = re.compile(r"(\r\n|\r|\n)")  # SSE line ends (CRLF, CR, LF; not str.splitlines)
+
+
+def _split_secrets(text: str) -> str:
+    """An SSE body with the secrets a stream split across events' deltas redacted
+    (:func:`~agentshark.output.redact_stream.redact_split`, one event per ``data:`` line)."""
+    if not (text.startswith("data:") or "\ndata:" in text):
+        return text
+    tokens = _LINES.split(text)
+    at = [i for i in range(0, len(tokens), 2) if tokens[i].startswith("data:")]
+    values = [tokens[i][5:].removeprefix(" ") for i in at]
+    events = redact_split([{"data": v} for v in values])
+    for i, value, event in zip(at, values, events, strict=True):
+        if event["data"] != value:
+            tokens[i] = "data: " + event["data"]
+    return "".join(tokens)
 
 
 def _ws(message: WsMessage, redact: Redactor) -> dict[str, Any]:
