@@ -1,6 +1,7 @@
 """Forward mode: httpx honours the proxy (as HTTPS_PROXY clients do) and trusts the CA that
 ``agentshark proxy --forward`` generated in its confdir (``agentshark ca`` prints its path);
-the TLS it intercepts is recorded like reverse mode's plain HTTP."""
+the TLS it intercepts is recorded like reverse mode's plain HTTP, and ``--keylog`` writes the
+secrets of its TLS sessions."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ def test_https_through_the_forward_proxy_with_the_generated_ca(tmp_path: Path) -
     assert f"SSL_CERT_FILE={cert}" in shown.stdout and "NODE_EXTRA_CA_CERTS" in shown.stdout
     with Upstream(replies_from_capture("llm_sdk_openai"), tmp_path) as up:
         args = ["--forward", "--confdir", str(confdir), "--upstream-ca", str(up.cert)]
+        args += ["--keylog", str(tmp_path / "keys.log")]
         with ProxyRun([*args, "-w", str(har), "--no-redact"]) as proxy:
             trust = ssl.create_default_context(cafile=str(cert))
             with httpx.Client(proxy=proxy.url, verify=trust, timeout=60) as client:
@@ -37,6 +39,10 @@ def test_https_through_the_forward_proxy_with_the_generated_ca(tmp_path: Path) -
             proxy.wait_exchanges(1)
         assert proxy.stop() == 0
     assert [r.path for r in up.received] == ["/v1/chat/completions"]
+    # both TLS sessions (client side, upstream side) in SSLKEYLOGFILE format
+    lines = (tmp_path / "keys.log").read_text().splitlines()
+    labels = [line.split()[0] for line in lines if line.strip() and not line.startswith("#")]
+    assert labels.count("CLIENT_TRAFFIC_SECRET_0") == 2
     (entry,) = json.loads(har.read_text())["log"]["entries"]
     assert entry["request"]["url"] == f"{up.url}/v1/chat/completions"
     assert json.loads(entry["response"]["content"]["text"]) == answer.json()

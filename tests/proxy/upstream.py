@@ -7,7 +7,7 @@ own pipeline: a request gets the next recorded response of the same method, path
 ``stream`` flag (and whether it declares tools), in recorded order. SSE bodies go out one
 event per write with ``sse_delay`` seconds between them, as a token stream does; other
 bodies in one write. The server keeps every request it received (``received``), so a test
-can check what reached it. A request with no reply left gets a 599.
+can check what reached it, and when it sent each chunk (``sent``, for the bench). A request with no reply left gets a 599.
 """
 
 from __future__ import annotations
@@ -166,13 +166,17 @@ def make_cert(directory: Path) -> tuple[Path, Path]:
 class Upstream:
     """The server, on a free port of 127.0.0.1, in a thread (a context manager)."""
 
-    def __init__(self, replies: Replies, directory: Path, *, sse_delay: float = 0.005) -> None:
+    def __init__(
+        self, replies: Replies, directory: Path, *, sse_delay: float = 0.005, repeat: bool = False
+    ) -> None:
         import uvicorn
 
         self.replies = replies
         self.received: list[Received] = []
+        self.sent: list[list[float]] = []  # per request: perf_counter() as each chunk went out
         self.cert, key = make_cert(directory)
         self.sse_delay = sse_delay
+        self.repeat = repeat  # answer every request of a key with its first reply (the bench)
         self._sock = socket.socket()
         self._sock.bind(("127.0.0.1", 0))
         self.port = self._sock.getsockname()[1]
@@ -222,7 +226,9 @@ class Upstream:
             await send({"type": "http.response.start", "status": 599, "headers": []})
             await send({"type": "http.response.body", "body": b"no reply recorded"})
             return
-        reply = queue.popleft()
+        reply = queue.popleft() if not self.repeat else queue[0]
+        sent: list[float] = []
+        self.sent.append(sent)
         await send(
             {"type": "http.response.start", "status": reply.status, "headers": reply.headers}
         )
@@ -230,6 +236,7 @@ class Upstream:
             if i and self.sse_delay:
                 await asyncio.sleep(self.sse_delay)
             last = i == len(reply.chunks) - 1
+            sent.append(time.perf_counter())
             await send({"type": "http.response.body", "body": chunk, "more_body": not last})
         if not reply.chunks:
             await send({"type": "http.response.body", "body": b""})
