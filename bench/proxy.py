@@ -3,10 +3,10 @@ each chunk's delay, through the proxy vs straight to the upstream. Nothing is as
 
 The upstream is the proxy tests' HTTPS server (``tests/proxy/upstream.py``) in this process,
 answering every request with the streamed chat completion recorded in
-``../shared/captures/llm_sdk_openai`` (11 SSE events with ``[DONE]``, one write each, ``--gap`` ms apart), and
-noting when it hands each event to the transport (``perf_counter``). httpx streams the
-response; an event's delay is its arrival at the client (the first read that completes its
-bytes) minus its send time; time to first byte is the first response bytes after the request
+``../shared/captures/llm_sdk_openai`` (11 SSE events with ``[DONE]``, one write each,
+``--gap`` ms apart), and noting when it hands each event to the transport
+(``perf_counter``). httpx streams the response; an event's delay is its arrival at the
+client (the first read that completes its bytes) minus its send time; time to first byte is the first response bytes after the request
 was sent. Direct: httpx -> upstream over TLS. Proxied: httpx -> ``agentshark proxy`` (reverse
 mode, recording a HAR and printing the live view, as a user runs it) -> the upstream over
 TLS. Runs alternate between the two. Needs ``.venv-proxy`` (``bash scripts/proxy_venv.sh``)::
@@ -70,12 +70,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=100, help="requests per path")
     parser.add_argument("--gap", type=float, default=5.0, help="ms between two events")
+    parser.add_argument("--view", choices=("analyze", "calls"), default="analyze")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         replies = replies_from_capture("llm_sdk_openai")
         with Upstream(replies, Path(tmp), sse_delay=args.gap / 1000, repeat=True) as up:
             har = Path(tmp) / "bench.har"
             flags = ["--upstream", up.url, "--upstream-ca", str(up.cert), "-w", str(har)]
+            flags += ["--view", args.view]
             with ProxyRun(flags) as proxy:
                 direct = httpx.Client(verify=str(up.cert), timeout=60)
                 proxied = httpx.Client(timeout=60)
@@ -95,10 +97,13 @@ def main() -> None:
                 direct.close()
                 proxied.close()
     events = len(replies.by_key[("POST", "/v1/chat/completions", True, False)][0].chunks)
-    print(f"{args.runs} streamed calls per path, {events} SSE events each, {args.gap:g} ms apart")
-    for name, (ttfb, delays) in results.items():
-        print(_row(f"{name}: time to first byte", ttfb))
-        print(_row(f"{name}: event delay", delays))
+    print(
+        f"{args.runs} streamed calls per path, {events} SSE events each, {args.gap:g} ms apart, "
+        f"proxy --view {args.view}"
+    )
+    for name, (firsts, gaps) in results.items():
+        print(_row(f"{name}: time to first byte", firsts))
+        print(_row(f"{name}: event delay", gaps))
     added_ttfb = statistics.median(results["proxy"][0]) - statistics.median(results["direct"][0])
     added = statistics.median(results["proxy"][1]) - statistics.median(results["direct"][1])
     p95 = _pct(results["proxy"][1], 0.95) - _pct(results["direct"][1], 0.95)

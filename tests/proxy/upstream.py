@@ -7,7 +7,8 @@ own pipeline: a request gets the next recorded response of the same method, path
 ``stream`` flag (and whether it declares tools), in recorded order. SSE bodies go out one
 event per write with ``sse_delay`` seconds between them, as a token stream does; other
 bodies in one write. The server keeps every request it received (``received``), so a test
-can check what reached it, and when it sent each chunk (``sent``, for the bench). A request with no reply left gets a 599.
+can check what reached it, and when it sent each chunk (``sent``, for the bench). A request
+with no reply left gets a 599.
 """
 
 from __future__ import annotations
