@@ -5,13 +5,15 @@ The upstream is the proxy tests' HTTPS server (``tests/proxy/upstream.py``) in t
 answering every request with the streamed chat completion recorded in
 ``../shared/captures/llm_sdk_openai`` (11 SSE events with ``[DONE]``, one write each,
 ``--gap`` ms apart), and noting when it hands each event to the transport
-(``perf_counter``). httpx streams the response; an event's delay is its arrival at the
+(``perf_counter``). httpx streams the response. An event's delay is its arrival at the
 client (the first read that completes its bytes) minus its send time; time to first byte
-is the first response bytes after the request was sent. Direct: httpx -> upstream over TLS. Proxied: httpx -> ``agentshark proxy`` (reverse
-mode, recording a HAR and printing the live view, as a user runs it) -> the upstream over
-TLS. Runs alternate between the two. Needs ``.venv-proxy`` (``bash scripts/proxy_venv.sh``)::
+is the first response bytes after the request was sent.
 
-    .venv/bin/python bench/proxy.py --runs 200
+Direct: httpx -> upstream over TLS. Proxied: httpx -> ``agentshark proxy`` (reverse mode,
+recording a HAR and printing the live view, as a user runs it) -> the upstream over TLS.
+Runs alternate between the two. Needs ``.venv-proxy`` (``bash scripts/proxy_venv.sh``)::
+
+    .venv/bin/python bench/proxy.py --runs 200 [--view calls]
 """
 
 from __future__ import annotations
