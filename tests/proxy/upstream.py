@@ -8,7 +8,8 @@ own pipeline: a request gets the next recorded response of the same method, path
 event per write with ``sse_delay`` seconds between them, as a token stream does; other
 bodies in one write. The server keeps every request it received (``received``), so a test
 can check what reached it, and when it sent each chunk (``sent``, for the bench). A request
-with no reply left gets a 599.
+with no reply left gets a 599. A WebSocket session gets each text message back, prefixed
+``echo: ``.
 """
 
 from __future__ import annotations
@@ -188,6 +189,7 @@ class Upstream:
             ssl_keyfile=str(key),
             lifespan="off",
             interface="asgi3",
+            ws="wsproto",
         )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(
@@ -210,6 +212,9 @@ class Upstream:
         self._thread.join(10)
 
     async def _app(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "websocket":
+            await self._echo(receive, send)
+            return
         assert scope["type"] == "http"
         body = b""
         while True:
@@ -241,3 +246,14 @@ class Upstream:
             await send({"type": "http.response.body", "body": chunk, "more_body": not last})
         if not reply.chunks:
             await send({"type": "http.response.body", "body": b""})
+
+    async def _echo(self, receive: Any, send: Any) -> None:
+        """A WebSocket session that answers each text message with ``echo: `` + it."""
+        while True:
+            message = await receive()
+            if message["type"] == "websocket.connect":
+                await send({"type": "websocket.accept"})
+            elif message["type"] == "websocket.receive" and message.get("text") is not None:
+                await send({"type": "websocket.send", "text": "echo: " + message["text"]})
+            elif message["type"] == "websocket.disconnect":
+                return
