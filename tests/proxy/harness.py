@@ -99,12 +99,13 @@ class Child:
 
 
 class ProxyRun(Child):
-    """``agentshark proxy ARGS --listen 127.0.0.1:0 --format json``; the port it took."""
+    """``agentshark proxy ARGS --listen 127.0.0.1:0 --format json`` (or ``fmt``); the port it
+    took."""
 
-    def __init__(self, args: Sequence[str]) -> None:
+    def __init__(self, args: Sequence[str], *, fmt: str = "json") -> None:
         python = proxy_python()
         assert python is not None
-        cmd = [python, "-m", "agentshark", "proxy", "--listen", "127.0.0.1:0", "--format", "json"]
+        cmd = [python, "-m", "agentshark", "proxy", "--listen", "127.0.0.1:0", "--format", fmt]
         super().__init__([*cmd, *args])
         self.wait_for(lambda: any("listening on" in line for line in self.err), what="listen")
         banner = next(line for line in self.err if "listening on" in line)
@@ -120,6 +121,17 @@ class ProxyRun(Child):
 
     def wait_exchanges(self, n: int) -> None:
         self.wait_for(lambda: self.exchanges() >= n, what=f"{n} exchanges")
+
+    def wait_recorded(self, har: Path, n: int) -> None:
+        """Until the HAR file ``har`` holds ``n`` entries (for the text view)."""
+
+        def recorded() -> int:
+            try:
+                return len(json.loads(har.read_text())["log"]["entries"])
+            except (OSError, ValueError):
+                return 0
+
+        self.wait_for(lambda: recorded() >= n, what=f"{n} entries in {har}")
 
     def __enter__(self) -> ProxyRun:
         return self

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 import httpx
+import pytest
 
 from tests.output.test_secrets import ENCODED_ONLY, H1, SECRETS, leaks
 from tests.proxy.harness import ProxyRun, needs_mitmproxy
@@ -21,12 +22,16 @@ pytestmark = needs_mitmproxy
 _NOT_SENT = {"host", "content-length", "connection", "accept-encoding"}
 
 
-def test_no_planted_secret_is_recorded_or_shown(tmp_path: Path) -> None:
+@pytest.mark.parametrize("fmt", ["json", "text"])
+def test_no_planted_secret_is_recorded_or_shown(tmp_path: Path, fmt: str) -> None:
     recorded = json.loads((H1 / "capture.har").read_text())["log"]["entries"]
     har = tmp_path / "rec.har"
     with Upstream(replies_from_har(H1 / "capture.har"), tmp_path) as up:
         args = ["--upstream", up.url, "--upstream-ca", str(up.cert), "-w", str(har)]
-        with ProxyRun(args) as proxy, httpx.Client(base_url=proxy.url, timeout=60) as client:
+        with (
+            ProxyRun(args, fmt=fmt) as proxy,
+            httpx.Client(base_url=proxy.url, timeout=60) as client,
+        ):
             for entry in recorded:
                 req = entry["request"]
                 headers = [
@@ -38,8 +43,10 @@ def test_no_planted_secret_is_recorded_or_shown(tmp_path: Path) -> None:
                 body = req.get("postData", {}).get("text", "").encode()
                 response = client.request(req["method"], target, headers=headers, content=body)
                 assert response.status_code == entry["response"]["status"]
-            proxy.wait_exchanges(len(recorded))
+            proxy.wait_recorded(har, len(recorded))
         assert proxy.stop() == 0
+    if fmt == "text":  # the calls' lines and the trace trees were printed
+        assert "openai.chat" in proxy.text and "anthropic.messages" in proxy.text
     assert json.loads(har.read_text())["log"]["entries"]
     assert leaks(har.read_text()) == []
     assert leaks(proxy.text) == []

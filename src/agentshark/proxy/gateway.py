@@ -21,6 +21,7 @@ appends the TLS secrets of the proxy's sessions (both sides) in SSLKEYLOGFILE fo
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import sys
 import threading
@@ -100,8 +101,9 @@ class Gateway:
 
     def stop(self, timeout: float = 10.0) -> None:
         """Stop listening; the flows still open are handed over (incomplete) first."""
-        if self._master is not None:
-            self._master.shutdown()
+        if self._master is not None and self._thread.is_alive():
+            with contextlib.suppress(RuntimeError):  # its loop closed in between: it stopped
+                self._master.shutdown()
         self._thread.join(timeout)
         logging.getLogger("mitmproxy").removeHandler(self._log)
 
