@@ -61,3 +61,14 @@ def test_the_calls_of_a_flow_file_are_what_the_sdk_saw() -> None:
     (part,) = [p for m in calls[2]["output_messages"] for p in m["parts"]]
     assert [part["id"], part["name"], part["arguments"]] == TRUTH[2]["tool_call"]
     assert len(report["traces"]) >= 1
+
+
+@needs_mitmproxy
+def test_a_followed_flow_file_is_read_when_it_ends() -> None:
+    done = agentshark("calls", "--follow", "--until", "1", str(FLOWS), "--format", "json")
+    assert done.returncode == 0, done.stderr
+    updates = [json.loads(line) for line in done.stdout.splitlines()]
+    calls = [u["call"] for u in updates if u["update"] == "call"]
+    assert [c["stream"] for c in calls] == [t["stream"] for t in TRUTH]
+    (source,) = [u["source"] for u in updates if u["update"] == "source"]
+    assert source["format"] == "mitm"
