@@ -392,7 +392,18 @@ def test_help_has_a_line_per_argument_and_examples() -> None:
 
     found = commands(build_parser(), "")
     assert set(found) == {
-        *("exchanges", "calls", "analyze", "show", "report", "serve", "export", "mcp-server")
+        *(
+            "exchanges",
+            "calls",
+            "analyze",
+            "show",
+            "report",
+            "serve",
+            "export",
+            "mcp-server",
+            "proxy",
+            "ca",
+        ),
     }
     found |= commands(found.pop("export"), "export ")  # a group: its formats are the commands
     assert {"export otlp", "export parquet", "export duckdb"} <= set(found)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import orjson
 
-from agentshark import cli_mcp, cli_view
+from agentshark import cli_mcp, cli_proxy, cli_view
 from agentshark.apis.model import Call
 from agentshark.apis.registry import known_apis
 from agentshark.cli_export import run_export
@@ -91,6 +91,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return cli_view.run_serve(args)
     if args.command == "mcp-server":
         return cli_mcp.run_mcp_server(args)
+    if args.command in cli_proxy.COMMANDS:
+        return cli_proxy.run(args)
     if args.command == "export" and args.export_format != "otlp":
         from agentshark.cli_tables import run_table_export  # it imports this module
 

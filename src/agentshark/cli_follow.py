@@ -26,7 +26,13 @@ from agentshark.output.redact import redactor
 from agentshark.output.report import RenderOptions
 from agentshark.output.trace_text import TraceTextWriter
 from agentshark.pipeline import SourceReport
-from agentshark.pipeline.follow import CallFinished, Follower, SourceFinished, Update
+from agentshark.pipeline.follow import (
+    CallFinished,
+    Follower,
+    LiveTraces,
+    SourceFinished,
+    Update,
+)
 
 __all__ = ["add_follow_options", "follow"]
 
@@ -67,7 +73,7 @@ def follow(args: argparse.Namespace, census: Census) -> int:
             interrupted = True
             for update in follower.close():
                 view.write(update, census)
-        view.finish(follower, census)
+        view.finish(follower.live, census)
     except BrokenPipeError:
         return 0
     finally:
@@ -124,13 +130,13 @@ class _View:
             self._text.write(update, census)
         self._flush()
 
-    def finish(self, follower: Follower, census: Census) -> None:
+    def finish(self, live: LiveTraces, census: Census) -> None:
         if self._json:
             return
         if not self._traces:
             self._text.calls.finish(census, self.apis)
         else:
-            analysis = follower.live.analysis
+            analysis = live.analysis
             self._out.write("\n")
             writer = TraceTextWriter(self._out, redact=self._render.redact)
             writer.wide = self._wide

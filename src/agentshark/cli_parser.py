@@ -3,7 +3,7 @@
 :func:`build_parser` is the whole parser; :mod:`agentshark.cli` runs what it parses. The
 commands of other modules register themselves here: ``report``/``serve``
 (:mod:`agentshark.cli_view`), ``export`` (:mod:`agentshark.cli_export`), ``--follow``
-(:mod:`agentshark.cli_follow`).
+(:mod:`agentshark.cli_follow`), ``proxy``/``ca`` (:mod:`agentshark.cli_proxy`).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from agentshark import __version__, cli_view
 from agentshark.cli_export import add_export_parser
 from agentshark.cli_follow import add_follow_options
 from agentshark.cli_mcp import add_mcp_parser
+from agentshark.cli_proxy import add_proxy_parser
 from agentshark.output.screen import COLOR_CHOICES
 from agentshark.pipeline import Options
 
@@ -221,6 +222,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_view.add_commands(sub, _command, _size_arg)
     add_export_parser(sub)
     add_mcp_parser(sub, _command, _size_arg)
+    add_proxy_parser(sub)
     return parser
 
 

@@ -22,8 +22,8 @@ from tests.helpers import CORPUS
 
 DATA = Path(__file__).resolve().parent.parent / "data" / "documents"
 WHAT_WE_READ = (
-    "agentshark reads pcap, pcapng, HAR 1.2, vcrpy cassettes, pydantic-ai WebSocket message "
-    "logs and MCP stdio transcripts"
+    "agentshark reads pcap, pcapng, HAR 1.2, vcrpy cassettes, mitmproxy flow files, "
+    "pydantic-ai WebSocket message logs and MCP stdio transcripts"
 )
 
 # --- sniff_format --------------------------------------------------------------------------

@@ -42,6 +42,7 @@ from agentshark.pipeline.websocket import WsProgress
 from agentshark.sources.detect import classify_document, sniff_format
 from agentshark.sources.har import read_har
 from agentshark.sources.keylog import load_keylog
+from agentshark.sources.mitm import read_flows
 from agentshark.sources.pcap import read_pcap
 from agentshark.sources.pcapng import read_pcapng
 from agentshark.sources.records import DecryptionSecrets, Interface, Packet
@@ -222,6 +223,12 @@ def _analyze(
         yield from _packets(records, total, report, opts, next_id, prefix, keylog)
         report.bytes = stream.tell() if report.path != "-" else 0
         return
+    if fmt == "mitm":
+        yield from stdio.flush()
+        report.format = fmt
+        yield from _exchanges(read_flows(stream, name, report.index, next_id), report)
+        report.bytes = stream.tell() if report.path != "-" else 0
+        return
     if fmt == "unknown" and sniff_stdio(stream.peek(_STDIO_PEEK)) is None:
         # a goose replay whose first line has a byte that is not UTF-8 is still a transcript
         yield from stdio.flush()
@@ -240,7 +247,12 @@ def _analyze(
     kind, doc = classify_document(data, name)
     report.format = kind
     reader = {"har": read_har, "vcr": read_vcr, "wslog": read_message_log}[kind]
-    for item in reader(doc, name, report.index, next_id):
+    yield from _exchanges(reader(doc, name, report.index, next_id), report)
+
+
+def _exchanges(items: Iterable[Exchange | Diagnostic], report: SourceReport) -> Iterator[Item]:
+    """A reader's exchanges, counted; its diagnostics go to the source's report."""
+    for item in items:
         if isinstance(item, Diagnostic):
             report.diagnostics.append(item)
         else:

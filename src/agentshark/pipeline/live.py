@@ -23,6 +23,7 @@ How each format is followed (the format is decided from content, as ``run`` deci
 - Key logs: those of ``options.keylogs`` are read whole at the start, as ``run`` reads
   them; one a client still writes is followed line by line (:meth:`LiveRun.follow_keylog`,
   :meth:`LiveRun.push_keys`), its secrets known to the TLS sessions pushed after them.
+- mitmproxy flow files are read whole when they end (as ``run`` reads them).
 - Input whose format is not known when it ends (too short to tell, or not a format
   agentshark reads) is analyzed whole then, by ``run``'s own code: same items, same errors.
 """
@@ -55,6 +56,7 @@ from agentshark.sources.detect import classify_document
 from agentshark.sources.feeds import PcapFeed, PcapngFeed
 from agentshark.sources.har import read_har
 from agentshark.sources.keylog import empty_keylog, is_capture, load_keylog, not_a_keylog
+from agentshark.sources.mitm import is_flow_file
 from agentshark.sources.pcap import MAGICS
 from agentshark.sources.pcapng import SHB_MAGIC
 from agentshark.sources.vcr import read_vcr
@@ -383,7 +385,7 @@ class LiveRun:
         if len(head) >= 4 and (head[:4] in MAGICS or head[:4] == SHB_MAGIC):
             report.format = "pcap" if head[:4] in MAGICS else "pcapng"
             source = _Capture(report, self.options, self._next_id, prefix, self.keylog)
-        elif not final:
+        elif not final and not is_flow_file(head):
             fmt = sniff_lines(head)
             if fmt is not None:
                 source = StdioFollow(report, fmt, self._stdio, self._next_id)

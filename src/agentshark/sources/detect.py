@@ -1,7 +1,8 @@
 """What kind of input a file is, decided from its content, never from its name.
 
 Two steps. :func:`sniff_format` looks at the first bytes only and tells captures (``pcap``,
-``pcapng``) from documents (``json``, ``text``). :func:`classify_document` parses a document
+``pcapng``) and mitmproxy flow files (``mitm``: tnetstrings, :mod:`agentshark.sources.mitm`)
+from documents (``json``, ``text``). :func:`classify_document` parses a document
 once and decides by its *shape* whether it is a HAR file or a vcrpy cassette, returning the
 parsed document with its kind. Corpus file names lie (``.pcap`` files that are pcapng, JSON
 fixtures named ``.txt``), shapes do not.
@@ -21,9 +22,10 @@ import orjson
 import yaml
 
 from agentshark.errors import InputError, UnsupportedFormatError
+from agentshark.sources.mitm import is_flow_file
 from agentshark.sources.pcap import MAGICS as PCAP_MAGICS
 
-SniffedFormat = Literal["pcap", "pcapng", "json", "text", "unknown"]
+SniffedFormat = Literal["pcap", "pcapng", "mitm", "json", "text", "unknown"]
 DocumentKind = Literal["har", "vcr", "wslog"]
 
 SNIFF_BYTES = 64
@@ -36,8 +38,8 @@ _WHITESPACE = b" \t\r\n"
 _BINARY_CONTROLS = re.compile(r"[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f]")
 
 _WHAT_WE_READ = (
-    "agentshark reads pcap, pcapng, HAR 1.2, vcrpy cassettes, pydantic-ai WebSocket message "
-    "logs and MCP stdio transcripts"
+    "agentshark reads pcap, pcapng, HAR 1.2, vcrpy cassettes, mitmproxy flow files, "
+    "pydantic-ai WebSocket message logs and MCP stdio transcripts"
 )
 
 
@@ -54,6 +56,8 @@ def sniff_format(head: bytes) -> SniffedFormat:
         return "pcap"
     if head[:4] == _PCAPNG_MAGIC:
         return "pcapng"
+    if is_flow_file(head):
+        return "mitm"
     text = head.removeprefix(_BOM)
     stripped = text.lstrip(_WHITESPACE)
     if stripped[:1] in (b"{", b"["):

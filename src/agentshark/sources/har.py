@@ -10,6 +10,9 @@ Problems with one entry never stop the file: a structurally malformed entry (a m
 ``request``, a field of the wrong type) is skipped and reported as a :class:`Diagnostic`
 with its JSON path; lesser problems (an unreadable timestamp, a body that was not saved)
 are attached to the exchange's ``diagnostics``.
+
+An entry's ``_agentshark`` object (written by ``agentshark proxy -w``: precise times, the
+response's chunks as they arrived) refines the exchange (:mod:`agentshark.sources.har_ext`).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from urllib.parse import urlsplit
 from agentshark.errors import Diagnostic
 from agentshark.model import Body, Exchange, Headers, Request, Response, header
 from agentshark.sources._fields import Fields, ItemList, MalformedError
+from agentshark.sources.har_ext import EXTENSION, apply_extension
 from agentshark.sources.har_ws import websocket_messages
 
 # Timing phases before the first response byte that belong to the request side. ``ssl`` is
@@ -79,8 +83,8 @@ def _exchange(
             entry["_webSocketMessages"], f"{path}._webSocketMessages", diags
         )
     for key, value in (*entry.items(), *resp.items()):
-        if key == "_webSocketMessages":
-            continue  # read into the exchange's messages
+        if key in ("_webSocketMessages", EXTENSION):
+            continue  # read into the exchange's messages, applied below
         kept = isinstance(key, str) and (key.startswith("_") or key in _KEPT_FIELDS)
         if kept and value is not None:
             extras.setdefault(key, value)
@@ -91,7 +95,7 @@ def _exchange(
     if response is not None and response.status == 101:
         token = header(response.headers, "upgrade")
         upgrade = token.strip().lower() if token else None
-    return Exchange(
+    exchange = Exchange(
         id=next_id(),
         source=source,
         connection=connection if isinstance(connection, str) and connection else None,
@@ -103,6 +107,9 @@ def _exchange(
         extras=extras,
         messages=messages,
     )
+    if EXTENSION in entry:
+        apply_extension(exchange, entry[EXTENSION], path)
+    return exchange
 
 
 # --- messages ------------------------------------------------------------------------------
