@@ -98,7 +98,7 @@ def _with_calls(items: Iterator[_T], opts: Options) -> Iterator[_T | Call]:
                 yield from session_calls(item, next_id)
             elif is_live(item):
                 yield from live_calls(item, next_id)
-        elif isinstance(item, Exchange):
+        elif isinstance(item, Exchange) and item.operation is None:  # HTTP: an API family's?
             call = recognize(item, f"call{next(counter)}", max_body=opts.max_body)
             if call is not None:
                 if call.api == "mcp":

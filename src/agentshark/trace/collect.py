@@ -142,6 +142,7 @@ class Analysis:
     links: dict[str, HistoryLink] = field(default_factory=dict)
     _shared: dict[bytes, Message] = field(default_factory=dict)  # slim messages, by content
     _connection: dict[str, str] = field(default_factory=dict)  # exchange id -> connection
+    _ops: set[str] = field(default_factory=set)  # exchanges that are a wire protocol's operation
 
     def watch(self, items: Iterator[Item]) -> Iterator[Item]:
         """Pass ``items`` through, keeping what the traces need."""
@@ -151,6 +152,8 @@ class Analysis:
                 self.exchanges += 1
                 if item.connection is not None:
                     self._connection[item.id] = item.connection
+                if item.operation is not None:
+                    self._ops.add(item.id)
                 self._unclaimed(last)
                 last = item
             elif isinstance(item, Call):
@@ -169,9 +172,12 @@ class Analysis:
             self.http.append(req)
 
     def not_understood(self) -> int:
-        """HTTP exchanges no family claimed and no trace took as a tool execution."""
+        """HTTP exchanges no family claimed and no trace took as a tool execution (the
+        operations of other protocols, a SQL statement..., are understood as what they are)."""
         used = {cid for t in self.traces for cid in t.calls}
-        return sum(1 for h in self.http if h.exchange_id not in used)
+        return sum(
+            1 for h in self.http if h.exchange_id not in used and h.exchange_id not in self._ops
+        )
 
     def finish(self) -> None:
         """Traces and incidents, once the input has ended."""
