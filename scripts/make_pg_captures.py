@@ -1,8 +1,8 @@
-"""Make a loopback capture of the official PostgreSQL client for Python (psycopg 3) talking
-to a real PostgreSQL server, in ``tests/data/captures/pg_psycopg/``.
+"""Make loopback captures of the official PostgreSQL client for Python (psycopg 3) talking
+to a real PostgreSQL server, in ``tests/data/captures/pg_psycopg/`` and ``pg_agent/``.
 
-    python3 scripts/make_pg_captures.py            # needs root (tcpdump, runuser postgres)
-    python3 scripts/make_pg_captures.py --out DIR  # somewhere else
+    python3 scripts/make_pg_captures.py                 # both; needs root (tcpdump, runuser)
+    python3 scripts/make_pg_captures.py --only pg_agent
 
 The server is Debian's ``postgresql`` (scripts/postgresql.sh installs it): a throw-away
 cluster made with ``initdb`` in a temporary folder, SCRAM-SHA-256 passwords, listening on
@@ -19,11 +19,20 @@ psycopg sent it (``$n`` placeholders; the literal text for a ClientCursor), the 
 it sent, the command tag (``cursor.statusmessage``), the rows it fetched, and the SQLSTATE
 of an error; plus the notifications it received and the password (which the report must
 never show). Nothing in it is read back from the pcap.
+
+``pg_agent`` is an agent run: the official ``openai`` SDK sends a Chat Completions request
+with a ``run_sql`` tool to a model stub on 127.0.0.1 (a ``http.server`` that asks for
+``run_sql`` with a SQL string when the conversation holds no tool result, and answers with
+text when it does); the agent executes the SQL with psycopg, sends the rows back as the tool
+result and gets the final answer. ``truth.json`` holds the tool call id, its arguments, the
+statement executed and its rows, as the agent saw them.
 """
 
 from __future__ import annotations
 
 import argparse
+import http.server
+import json
 import os
 import re
 import shutil
@@ -113,9 +122,18 @@ def statement(cur: Any, query: str, params: Any = None, *, simple: bool = False)
         "binary": "%b" in query,
         "tag": cur.statusmessage,
     }
-    if cur.description is not None and cur.pgresult is not None:
-        out["rows"] = len(cur.fetchall())
-        out["columns"] = [c.name for c in cur.description]
+    results = []  # one per statement of the string (psycopg 3: nextset())
+    while True:
+        result: dict[str, Any] = {"tag": cur.statusmessage}
+        if cur.description is not None and cur.pgresult is not None:
+            result["rows"] = len(cur.fetchall())
+            result["columns"] = [c.name for c in cur.description]
+        results.append(result)
+        if not cur.nextset():
+            break
+    out.update(results[0])
+    if len(results) > 1:
+        out["results"] = results
     return out
 
 
@@ -182,14 +200,141 @@ def session(record: list[dict[str, Any]], notes: list[dict[str, Any]]) -> None:
         record.append({"startup_refused": True, "sqlstate": "28P01"})
 
 
+SQL = "SELECT id, body FROM notes WHERE n > 1 ORDER BY id"
+MODEL_PORT = 54330
+
+
+class ModelStub(http.server.BaseHTTPRequestHandler):
+    """``POST /v1/chat/completions``: a ``run_sql`` tool call, or the final text once the
+    conversation holds a tool result."""
+
+    def do_POST(self) -> None:
+        request = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        answered = any(m.get("role") == "tool" for m in request["messages"])
+        if answered:
+            message: dict[str, Any] = {"role": "assistant", "content": "Two notes match."}
+            finish = "stop"
+        else:
+            call = {
+                "id": "call_sql_1",
+                "type": "function",
+                "function": {"name": "run_sql", "arguments": json.dumps({"sql": SQL})},
+            }
+            message = {"role": "assistant", "content": None, "tool_calls": [call]}
+            finish = "tool_calls"
+        body = json.dumps(
+            {
+                "id": f"chatcmpl-{len(request['messages'])}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": request["model"],
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                "usage": {"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25},
+            }
+        ).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
+        pass
+
+
+def agent(truth: dict[str, Any]) -> None:
+    """The agent loop: ask the model, run the SQL it asks for, send the rows back."""
+    import openai
+    import psycopg
+
+    client = openai.OpenAI(base_url=f"http://127.0.0.1:{MODEL_PORT}/v1", api_key="sk-test")
+    tools: list[Any] = [
+        {
+            "type": "function",
+            "function": {
+                "name": "run_sql",
+                "description": "Run a read-only SQL query on the notes database",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"sql": {"type": "string"}},
+                    "required": ["sql"],
+                },
+            },
+        }
+    ]
+    messages: list[Any] = [{"role": "user", "content": "Which notes have n > 1?"}]
+    dsn = f"host=127.0.0.1 port={PORT} user={USER} password={PASSWORD} dbname=postgres"
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("CREATE TABLE notes (id serial PRIMARY KEY, body text, n int)")
+        conn.execute("INSERT INTO notes (body, n) VALUES ('a', 1), ('b', 2), ('c', 3)")
+        first = client.chat.completions.create(model="stub-1", messages=messages, tools=tools)
+        call = first.choices[0].message.tool_calls[0]  # type: ignore[index]
+        arguments = json.loads(call.function.arguments)  # type: ignore[union-attr]
+        started = time.time()
+        rows = conn.execute(arguments["sql"]).fetchall()
+        result = json.dumps([list(r) for r in rows])
+        truth["tool_calls"] = [
+            {
+                "id": call.id,
+                "name": "run_sql",
+                "arguments": arguments,
+                "statement": arguments["sql"],
+                "rows": len(rows),
+                "started": started,
+            }
+        ]
+        messages += [
+            first.choices[0].message.model_dump(exclude_none=True),
+            {"role": "tool", "tool_call_id": call.id, "content": result},
+        ]
+        final = client.chat.completions.create(model="stub-1", messages=messages, tools=tools)
+        truth["answer"] = final.choices[0].message.content
+
+
+def capture_agent(tcpdump: str, folder: Path) -> None:
+    pcap = folder / "capture.pcap"
+    truth: dict[str, Any] = {"server": f"127.0.0.1:{PORT}", "password": PASSWORD}
+    stub = http.server.ThreadingHTTPServer(("127.0.0.1", MODEL_PORT), ModelStub)
+    threading.Thread(target=stub.serve_forever, daemon=True).start()
+    with tempfile.TemporaryDirectory(prefix="agentshark-pg-") as tmp:
+        server = start_cluster(Path(tmp))
+        capture = genlib.Tcpdump(tcpdump, pcap, PORT, buffer_kib=65536)
+        capture.argv[-1] = f"tcp port {PORT} or tcp port {MODEL_PORT}"
+        try:
+            capture.start()
+            agent(truth)
+            counters = capture.stop()
+        finally:
+            genlib.stop_process(server)
+            stub.shutdown()
+    run = {
+        "tcpdump": counters,
+        "capture_complete": genlib.capture_complete(counters),
+        "packets": genlib.pcap_packet_count(pcap),
+        "software": {
+            **genlib.package_versions("psycopg", "openai"),
+            "postgresql": server_version(),
+        },
+    }
+    genlib.write_json(folder / "truth.json", truth)
+    genlib.write_json(folder / "run.json", run)
+    genlib.log(f"pg_agent: {run['packets']} packets, {counters}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=CAPTURES_DIR / "pg_psycopg")
+    parser.add_argument("--only", choices=("pg_psycopg", "pg_agent"))
     args = parser.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("make_pg_captures.py: run as root (tcpdump, runuser postgres)")
     tcpdump = genlib.ensure_tcpdump()
-    folder: Path = args.out
+    if args.only in (None, "pg_psycopg"):
+        capture_statements(tcpdump, CAPTURES_DIR / "pg_psycopg")
+    if args.only in (None, "pg_agent"):
+        capture_agent(tcpdump, CAPTURES_DIR / "pg_agent")
+
+
+def capture_statements(tcpdump: str, folder: Path) -> None:
     pcap = folder / "capture.pcap"
     with tempfile.TemporaryDirectory(prefix="agentshark-pg-") as tmp:
         server = start_cluster(Path(tmp))

@@ -138,9 +138,13 @@ class PgSession:
 
     def feed(self, direction: int, data: bytes, ts: float) -> list[Operation]:
         self._last_ts = ts
+        if self._encrypted:
+            return []
         return self._take(direction, self._readers[direction].feed(data, ts))
 
     def gap(self, direction: int, size: int, ts: float) -> list[Operation]:
+        if self._encrypted:
+            return []
         return self._take(direction, self._readers[direction].gap(size, ts))
 
     def end(self, direction: int, ts: float, *, clean: bool) -> list[Operation]:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from agentshark.errors import Diagnostic
 
 MAX_KEPT = 16 << 20  # message bytes held whole; longer ones are skipped (type and size kept)
+MAX_MESSAGE = 1 << 30  # no message is longer (the server's PQ_LARGE_MESSAGE_LIMIT)
 MAX_STARTUP = 10000  # the server's own limit on a startup packet (MAX_STARTUP_PACKET_LENGTH)
 SSL_REQUEST = 80877103
 GSSENC_REQUEST = 80877104
@@ -121,8 +122,8 @@ class PgReader:
                     break
                 size = int.from_bytes(buf[pos + 1 : pos + 5]) + 1
                 kind = chr(buf[pos])
-                if size < 5:
-                    out.append(self._lose(pos, f"a {kind!r} message of length {size - 1} (< 4)"))
+                if not 5 <= size <= MAX_MESSAGE:
+                    out.append(self._lose(pos, f"a {kind!r} message of length {size - 1}"))
                     break
                 if size > MAX_KEPT:
                     message = PgMessage(
