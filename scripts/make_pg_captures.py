@@ -49,7 +49,18 @@ sys.path.insert(0, str(BENCH_DIR))
 import genlib  # noqa: E402
 
 CAPTURES_DIR = Path(__file__).resolve().parent.parent / "tests" / "data" / "captures"
-PG_BIN = Path("/usr/lib/postgresql/15/bin")
+
+
+def pg_bin() -> Path:
+    """Debian's PostgreSQL binaries (scripts/postgresql.sh installs them), newest first."""
+    found = sorted(
+        Path("/usr/lib/postgresql").glob("*/bin/postgres"), key=lambda p: int(p.parent.parent.name)
+    )
+    if not found:
+        raise SystemExit("make_pg_captures.py: no PostgreSQL server; run scripts/postgresql.sh")
+    return found[-1].parent
+
+
 PORT = 54329
 USER = "agent"
 PASSWORD = "pg-s3cret-never-shown"
@@ -65,7 +76,7 @@ def start_cluster(folder: Path) -> subprocess.Popen[bytes]:
     subprocess.run(
         [
             *runuser,
-            str(PG_BIN / "initdb"),
+            str(pg_bin() / "initdb"),
             "-D",
             str(data),
             "-U",
@@ -79,7 +90,7 @@ def start_cluster(folder: Path) -> subprocess.Popen[bytes]:
     server = subprocess.Popen(
         [
             *runuser,
-            str(PG_BIN / "postgres"),
+            str(pg_bin() / "postgres"),
             "-D",
             str(data),
             "-p",
@@ -96,7 +107,7 @@ def start_cluster(folder: Path) -> subprocess.Popen[bytes]:
     )
     for _ in range(100):
         ready = subprocess.run(
-            [str(PG_BIN / "pg_isready"), "-h", "127.0.0.1", "-p", str(PORT)],
+            [str(pg_bin() / "pg_isready"), "-h", "127.0.0.1", "-p", str(PORT)],
             capture_output=True,
         )
         if ready.returncode == 0:
@@ -324,14 +335,15 @@ def capture_agent(tcpdump: str, folder: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", choices=("pg_psycopg", "pg_agent"))
+    parser.add_argument("--out", type=Path, default=CAPTURES_DIR, help="parent of the folders")
     args = parser.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("make_pg_captures.py: run as root (tcpdump, runuser postgres)")
     tcpdump = genlib.ensure_tcpdump()
     if args.only in (None, "pg_psycopg"):
-        capture_statements(tcpdump, CAPTURES_DIR / "pg_psycopg")
+        capture_statements(tcpdump, args.out / "pg_psycopg")
     if args.only in (None, "pg_agent"):
-        capture_agent(tcpdump, CAPTURES_DIR / "pg_agent")
+        capture_agent(tcpdump, args.out / "pg_agent")
 
 
 def capture_statements(tcpdump: str, folder: Path) -> None:
@@ -366,7 +378,7 @@ def capture_statements(tcpdump: str, folder: Path) -> None:
 
 
 def server_version() -> str:
-    out = subprocess.run([str(PG_BIN / "postgres"), "--version"], capture_output=True, text=True)
+    out = subprocess.run([str(pg_bin() / "postgres"), "--version"], capture_output=True, text=True)
     return out.stdout.strip()
 
 

@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import shutil
 import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -56,12 +58,16 @@ def parameter_matches(seen: Any, sent: Any) -> bool:
     import base64
 
     raw = base64.b64decode(seen["base64"])
-    return seen["format"] == "binary" and int.from_bytes(raw, signed=True) == sent
+    return bool(seen["format"] == "binary" and int.from_bytes(raw, signed=True) == sent)
 
 
 def test_every_statement_as_the_client_sent_and_got_it() -> None:
-    record = [s for s in truth(PG)["statements"] if "query" in s]
-    seen = statements(operations(PG))
+    check_statements(PG)
+
+
+def check_statements(folder: Path) -> None:
+    record = [s for s in truth(folder)["statements"] if "query" in s]
+    seen = statements(operations(folder))
     assert len(seen) == len(record) == 15
     for op, sent in zip(seen, record, strict=True):
         assert op.statement == sent["query"]
@@ -172,10 +178,14 @@ def test_message_counts_agree_with_tshark() -> None:
 
 
 def test_agent_run_links_the_sql_to_the_tool_call() -> None:
-    t = truth(AGENT)
+    check_agent(AGENT)
+
+
+def check_agent(folder: Path) -> None:
+    t = truth(folder)
     analysis = Analysis()
     options = agentshark.pipeline.Options(calls=True)
-    got = list(analysis.watch(agentshark.pipeline.run([str(AGENT / "capture.pcap")], options)))
+    got = list(analysis.watch(agentshark.pipeline.run([str(folder / "capture.pcap")], options)))
     analysis.finish()
     asked = t["tool_calls"][0]
     sql = [
@@ -194,3 +204,35 @@ def test_agent_run_links_the_sql_to_the_tool_call() -> None:
     ]
     assert tools[0].attributes["arguments"] == asked["arguments"]
     assert analysis.not_understood() == 0
+
+
+def live_reason() -> str | None:
+    """Why fresh captures cannot be made here, or None."""
+    if os.geteuid() != 0:
+        return "not root: scripts/make_pg_captures.py needs tcpdump and runuser"
+    if not list(Path("/usr/lib/postgresql").glob("*/bin/postgres")):
+        return "no PostgreSQL server: run scripts/postgresql.sh (as root)"
+    if shutil.which("tcpdump") is None:
+        return "no tcpdump (apt-get install tcpdump)"
+    return None
+
+
+def test_fresh_captures_of_a_real_server(tmp_path: Path) -> None:
+    """scripts/make_pg_captures.py run now, against the server scripts/postgresql.sh
+    installs: the same checks on what it captures."""
+    reason = live_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    script = ROOT / "scripts" / "make_pg_captures.py"
+    subprocess.run(
+        [sys.executable, str(script), "--out", str(tmp_path)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    for name in ("pg_psycopg", "pg_agent"):
+        run = json.loads((tmp_path / name / "run.json").read_text())
+        if not run["capture_complete"]:
+            pytest.skip(f"tcpdump dropped packets of {name}: {run['tcpdump']}")
+    check_statements(tmp_path / "pg_psycopg")
+    check_agent(tmp_path / "pg_agent")
