@@ -289,7 +289,17 @@ def build() -> dict[str, int]:
     _bodies(add)
     _dialects(add)
     _sessions(add)
+    _wire(add)
     return {t: save(t, s) for t, s in sorted(seeds.items())}
+
+
+def _wire(add: Any) -> None:
+    """PostgreSQL connections of the project's own captures (scripts/make_pg_captures.py)."""
+    for name in ("pg_psycopg", "pg_agent"):
+        for steps in streams(OWN / name / "capture.pcap").values():
+            client, server = joined(steps)
+            if client or server:
+                add("pgsql", [client[:CUT], server[:CUT]])
 
 
 def _sessions(add: Any) -> None:
