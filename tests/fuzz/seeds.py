@@ -294,12 +294,13 @@ def build() -> dict[str, int]:
 
 
 def _wire(add: Any) -> None:
-    """PostgreSQL connections of the project's own captures (scripts/make_pg_captures.py)."""
-    for name in ("pg_psycopg", "pg_agent"):
+    """PostgreSQL and Redis connections of the project's own captures
+    (scripts/make_pg_captures.py, scripts/make_redis_captures.py)."""
+    for name, target in (("pg_psycopg", "pgsql"), ("pg_agent", "pgsql"), ("redis_py", "resp")):
         for steps in streams(OWN / name / "capture.pcap").values():
             client, server = joined(steps)
             if client or server:
-                add("pgsql", [client[:CUT], server[:CUT]])
+                add(target, [client[:CUT], server[:CUT]])
 
 
 def _sessions(add: Any) -> None:

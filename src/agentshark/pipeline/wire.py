@@ -143,5 +143,8 @@ def _request_body(op: Operation) -> Body:
 
 def _reason(op: Operation) -> str:
     if op.error is not None:
-        return f"ERROR {op.error.get('code') or ''} {op.error.get('message') or ''}".strip()
+        code, message = str(op.error.get("code") or ""), str(op.error.get("message") or "")
+        if message.startswith(code):  # Redis: the code is the message's first word
+            return f"ERROR {message}".strip()
+        return f"ERROR {code} {message}".strip()
     return op.result or ""

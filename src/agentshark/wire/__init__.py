@@ -9,7 +9,8 @@ sans-I/O decoder (:class:`~agentshark.wire.events.WireDecoder`) of one connectio
 and gives the connection to the chosen decoder; ``agentshark.pipeline.wire`` turns each
 operation into an exchange of transport ``<name>``.
 
-Recognized: PostgreSQL v3 (:mod:`agentshark.wire.pgsql`).
+Recognized: PostgreSQL v3 (:mod:`agentshark.wire.pgsql`), Redis RESP2/RESP3
+(:mod:`agentshark.wire.resp`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from dataclasses import dataclass
 
 from agentshark.wire.events import Operation, WireDecoder
 from agentshark.wire.pgsql import PgSession, looks_like_startup
+from agentshark.wire.resp import RespSession, looks_like_resp
 
 __all__ = ["PROTOCOLS", "Operation", "WireDecoder", "WireProtocol", "sniff_wire"]
 
@@ -43,8 +45,21 @@ def _sniff_pg(client: bytes, server: bytes, port: int) -> bool | None:
     return looks_like_startup(client)
 
 
+_INLINE = (b"PING", b"AUTH ", b"HELLO", b"INFO", b"SELECT ")
+
+
+def _sniff_redis(client: bytes, server: bytes, port: int) -> bool | None:
+    """A RESP array of bulk strings; an inline command (``PING``...) only on the
+    well-known port 6379, where the port makes a plain line count."""
+    if looks_like_resp(client):
+        return True
+    line = client.split(b"\r\n", 1)[0] if b"\r\n" in client else b""
+    return port == 6379 and line.upper().startswith(_INLINE) and b" HTTP/" not in line
+
+
 PROTOCOLS: tuple[WireProtocol, ...] = (
     WireProtocol(name="postgresql", scheme="postgresql", sniff=_sniff_pg, decoder=PgSession),
+    WireProtocol(name="redis", scheme="redis", sniff=_sniff_redis, decoder=RespSession),
 )
 NAMES = frozenset(p.name for p in PROTOCOLS)
 
