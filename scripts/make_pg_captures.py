@@ -304,7 +304,11 @@ def agent(truth: dict[str, Any]) -> None:
 
 def capture_agent(tcpdump: str, folder: Path) -> None:
     pcap = folder / "capture.pcap"
-    truth: dict[str, Any] = {"server": f"127.0.0.1:{PORT}", "password": PASSWORD}
+    truth: dict[str, Any] = {
+        "made_by": "scripts/make_pg_captures.py",
+        "server": f"127.0.0.1:{PORT}",
+        "password": PASSWORD,
+    }
     stub = http.server.ThreadingHTTPServer(("127.0.0.1", MODEL_PORT), ModelStub)
     threading.Thread(target=stub.serve_forever, daemon=True).start()
     with tempfile.TemporaryDirectory(prefix="agentshark-pg-") as tmp:
@@ -360,6 +364,7 @@ def capture_statements(tcpdump: str, folder: Path) -> None:
         finally:
             genlib.stop_process(server)
     truth = {
+        "made_by": "scripts/make_pg_captures.py",
         "server": f"127.0.0.1:{PORT}",
         "user": USER,
         "password": PASSWORD,

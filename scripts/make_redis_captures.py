@@ -153,7 +153,12 @@ def main() -> None:
     version = subprocess.run([server_bin, "--version"], capture_output=True, text=True).stdout
     genlib.write_json(
         folder / "truth.json",
-        {"server": f"127.0.0.1:{PORT}", "password": PASSWORD, "connections": log},
+        {
+            "made_by": "scripts/make_redis_captures.py",
+            "server": f"127.0.0.1:{PORT}",
+            "password": PASSWORD,
+            "connections": log,
+        },
     )
     genlib.write_json(
         folder / "run.json",
