@@ -31,11 +31,14 @@ UNTYPED = ""  # the type of a startup-phase message (no type byte)
 ANSWER = "!"  # the type of the server's one-byte answer to SSLRequest/GSSENCRequest
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class PgMessage:
     """One message: its type letter, its body (after the length), when its first byte came
     and where it starts in the direction's byte stream. ``body`` None: damaged by a gap or
-    too large to hold."""
+    too large to hold.
+
+    Not frozen, like ``net.events.StreamData``: one is made per message (a DataRow per
+    row), and a frozen dataclass's ``__init__`` costs twice as much. Treat it as immutable."""
 
     type: str
     body: bytes | None
