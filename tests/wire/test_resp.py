@@ -140,6 +140,15 @@ def test_not_resp_is_a_diagnostic() -> None:
     assert [o.response_complete for o in ops] == [False]
 
 
+def test_a_command_with_a_null_argument_is_not_a_command() -> None:
+    """Fuzz finding: a null bulk string ($-1) inside a command array raised AttributeError."""
+    ops, dec = m.feed(
+        decoder, [(0, b"*2\r\n$3\r\nGET\r\n$-1\r\n" + cmd("PING")), (1, b"+PONG\r\n")]
+    )
+    assert [(o.command, o.result) for o in ops] == [("PING", "PONG")]
+    assert [d.code for d in dec.diagnostics] == ["resp.not_a_command"]
+
+
 def test_sniffing() -> None:
     assert looks_like_resp(cmd("PING"))
     assert not looks_like_resp(b"GET / HTTP/1.1\r\n")

@@ -168,7 +168,11 @@ class RespSession:
     def _command(self, value: RespValue, ts: float) -> None:
         if value.kind == "inline":
             args: list[bytes] = value.value
-        elif value.kind == "*" and value.value and all(k == "$" for k, _ in value.value):
+        elif (
+            value.kind == "*"
+            and value.value
+            and all(k == "$" and v is not None for k, v in value.value)
+        ):
             args = [v for _, v in value.value]
         else:
             self._diagnostic(
