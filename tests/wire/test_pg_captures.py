@@ -58,7 +58,11 @@ def parameter_matches(seen: Any, sent: Any) -> bool:
     import base64
 
     raw = base64.b64decode(seen["base64"])
-    return bool(seen["format"] == "binary" and int.from_bytes(raw, signed=True) == sent)
+    return bool(
+        seen["format"] == "binary"
+        and int.from_bytes(raw, signed=True) == sent
+        and seen["value"] == sent  # read by the type the Parse named
+    )
 
 
 def test_every_statement_as_the_client_sent_and_got_it() -> None:

@@ -102,7 +102,20 @@ def test_binary_parameters_are_kept_raw() -> None:
         (1, m.parse_complete() + m.bind_complete() + m.command_complete("SELECT 0") + m.ready()),
     ]
     ops, _ = m.feed(decoder, steps)
-    assert ops[1].parameters == [{"format": "binary", "base64": "AAAAKg=="}]
+    assert ops[1].parameters == [
+        {"format": "binary", "base64": "AAAAKg==", "type_oid": 23, "value": 42}
+    ]
+
+
+def test_binary_parameter_of_a_type_not_read_stays_raw() -> None:
+    steps = [
+        *login(),
+        (0, m.parse("SELECT $1::uuid", oids=[2950]) + m.bind([b"\x01" * 16], formats=[1])),
+        (0, m.execute() + m.sync()),
+        (1, m.parse_complete() + m.bind_complete() + m.command_complete("SELECT 0") + m.ready()),
+    ]
+    ops, _ = m.feed(decoder, steps)
+    assert ops[1].parameters == [{"format": "binary", "base64": "AQEBAQEBAQEBAQEBAQEBAQ=="}]
 
 
 def test_unanswered_statement_is_incomplete() -> None:

@@ -5,9 +5,10 @@ Each :class:`~agentshark.wire.events.Operation` becomes an :class:`Exchange` of 
 see it as they see HTTP: the request's ``method`` is the operation's command (``SELECT``, or
 its kind upper-cased when the statement has no verb), its ``url`` is
 ``<scheme>://<server>/<database>``, its ``target`` the statement, and its body the statement
-and the parameter values, one per line (what the trace matches a tool call's arguments
-against). The response has no status (0) and an empty body; its ``reason`` is the
-operation's result (a command tag), or the error's code and message.
+and the parameter values, one per line (a binary value by the value its type gives it: what
+the trace matches a tool call's arguments against). The response has no status (0) and an
+empty body; its ``reason`` is the operation's result (a command tag), or the error's code
+and message.
 """
 
 from __future__ import annotations
@@ -134,11 +135,21 @@ class WireSession:
 def _request_body(op: Operation) -> Body:
     """The statement, then each parameter value on a line (JSON for a non-string)."""
     lines = [op.statement] if op.statement else []
-    lines.extend(v if isinstance(v, str) else orjson.dumps(v).decode() for v in op.parameters)
+    lines.extend(_text(v) for v in op.parameters)
     body = Body()
     if lines:
         body.append(op.started or 0.0, "\n".join(lines).encode())
     return body
+
+
+def _text(value: object) -> str:
+    """A parameter as a line: a string as sent, a typed binary value as its value, the rest
+    as JSON."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and "value" in value:
+        return _text(value["value"])
+    return orjson.dumps(value).decode()
 
 
 def _reason(op: Operation) -> str:

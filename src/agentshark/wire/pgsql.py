@@ -49,6 +49,7 @@ from agentshark.wire.pgsql_parse import (
     parse_message,
     row_description,
     startup_parameters,
+    typed_values,
 )
 
 PROTOCOL = "postgresql"
@@ -125,7 +126,7 @@ class PgSession:
             PgReader(client=False, location=f"{location} server"),
         )
         self._queue: deque[_Pending] = deque()
-        self._statements: dict[str, str] = {}  # prepared statement name -> query
+        self._statements: dict[str, tuple[str, list[int]]] = {}  # name -> (query, type OIDs)
         self._portals: dict[str, tuple[str | None, list[Json]]] = {}  # -> (query, parameters)
         self._count = 0
         self._encrypted = False
@@ -224,13 +225,15 @@ class PgSession:
             self._queue.append(_Pending("query", op))
         elif kind == "P":
             name, query, oids = parse_message(body)
-            self._statements[name] = query
+            self._statements[name] = (query, oids)
             op = _Op("parse", command_verb(query), query, msg.ts)
             op.details["parameter_types"] = list(oids)
             self._queue.append(_Pending("parse", op))
         elif kind == "B":
-            portal, statement, params = bind_message(body)
-            self._portals[portal] = (self._statements.get(statement), params)
+            portal, statement, raw = bind_message(body)
+            known = self._statements.get(statement)
+            oids = known[1] if known is not None else []
+            self._portals[portal] = (known[0] if known else None, typed_values(raw, oids))
             self._queue.append(_Pending("bind"))
         elif kind == "E":
             self._execute(msg, body)

@@ -11,6 +11,7 @@ a string (the bytes as sent when they are not UTF-8: base64), a binary-format on
 from __future__ import annotations
 
 import base64
+import struct
 from typing import Any
 
 Json = Any
@@ -102,7 +103,8 @@ def parse_message(body: bytes) -> tuple[str, str, list[int]]:
 
 
 def bind_message(body: bytes) -> tuple[str, str, list[Json]]:
-    """Bind: portal, statement name, parameter values (raw, by their format)."""
+    """Bind: portal, statement name, parameter values (raw, by their format; see
+    :func:`typed_values` for the binary values of well-known types)."""
     cur = Cursor(body)
     portal, statement = cur.cstring(), cur.cstring()
     codes = [cur.number(2) for _ in range(cur.number(2))]
@@ -113,6 +115,43 @@ def bind_message(body: bytes) -> tuple[str, str, list[Json]]:
         raw.append(None if size == -1 else cur.take(size))
     formats = formats_for(codes, count)
     return portal, statement, [value_json(v, f) for v, f in zip(raw, formats, strict=True)]
+
+
+# Binary formats of a few built-in types (src/backend/utils/adt: int2send, int4send,
+# int8send, boolsend, float8send, textsend...), by type OID (pg_type.dat).
+_INTS = {21: 2, 23: 4, 20: 8, 26: 4}  # int2, int4, int8, oid
+_TEXTS = frozenset((25, 1043, 1042, 19))  # text, varchar, bpchar, name
+
+
+def typed_values(values: list[Json], oids: list[int]) -> list[Json]:
+    """The parameters with a ``value`` added to each binary one whose type the Parse named
+    and whose bytes that type's binary format reads (an integer, a boolean, a float8, text);
+    the raw base64 stays."""
+    out: list[Json] = []
+    for n, value in enumerate(values):
+        oid = oids[n] if n < len(oids) else 0
+        if isinstance(value, dict) and value.get("format") == "binary" and oid:
+            raw = base64.b64decode(value["base64"])
+            typed = _binary_value(raw, oid)
+            if typed is not None:
+                value = {**value, "type_oid": oid, "value": typed}
+        out.append(value)
+    return out
+
+
+def _binary_value(raw: bytes, oid: int) -> Json:
+    if oid in _INTS and len(raw) == _INTS[oid]:
+        return int.from_bytes(raw, signed=oid != 26)
+    if oid == 16 and len(raw) == 1:
+        return raw != b"\0"
+    if oid == 701 and len(raw) == 8:
+        return float(struct.unpack(">d", raw)[0])
+    if oid in _TEXTS:
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    return None
 
 
 def row_description(body: bytes) -> tuple[list[str], list[int]]:
