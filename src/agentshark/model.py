@@ -1,7 +1,9 @@
 """The normalized types every stage after ``http`` works with.
 
 An :class:`Exchange` is one HTTP request with its response, whatever carried it (HTTP/1.1 or
-HTTP/2 on a captured connection, a HAR entry, a VCR interaction). Bodies keep the bytes as
+HTTP/2 on a captured connection, a HAR entry, a VCR interaction), or one operation of another
+TCP protocol (a SQL statement, a Redis command: ``Exchange.operation``, see
+:mod:`agentshark.wire`). Bodies keep the bytes as
 they arrived, piece by piece with arrival times, after transfer framing (chunked, DATA frames)
 is removed and before content coding (gzip, br...) is undone; ``http.content`` decodes them on
 demand.
@@ -16,6 +18,7 @@ from agentshark.errors import Diagnostic
 
 if TYPE_CHECKING:
     from agentshark.framing.websocket import WsMessage
+    from agentshark.wire.events import Operation
 
 Headers = list[tuple[str, str]]
 SourceFormat = Literal["pcap", "pcapng", "har", "vcr"]
@@ -147,6 +150,7 @@ class Exchange:
     extras: dict[str, object] = field(default_factory=dict)  # source-specific data kept raw
     messages: list[WsRecord] | None = None  # a WebSocket session's messages, both directions
     session_complete: bool = True  # False: the session after the handshake was not all seen
+    operation: Operation | None = None  # a non-HTTP TCP protocol's unit (a SQL statement...)
 
     @property
     def complete(self) -> bool:

@@ -289,7 +289,18 @@ def build() -> dict[str, int]:
     _bodies(add)
     _dialects(add)
     _sessions(add)
+    _wire(add)
     return {t: save(t, s) for t, s in sorted(seeds.items())}
+
+
+def _wire(add: Any) -> None:
+    """PostgreSQL and Redis connections of the project's own captures
+    (scripts/make_pg_captures.py, scripts/make_redis_captures.py)."""
+    for name, target in (("pg_psycopg", "pgsql"), ("pg_agent", "pgsql"), ("redis_py", "resp")):
+        for steps in streams(OWN / name / "capture.pcap").values():
+            client, server = joined(steps)
+            if client or server:
+                add(target, [client[:CUT], server[:CUT]])
 
 
 def _sessions(add: Any) -> None:

@@ -440,6 +440,44 @@ def t_websocket(parts: Parts) -> list[Any]:
     return only(out, (WsMessage, Diagnostic), "websocket reader")
 
 
+def t_pgsql(parts: Parts) -> list[Any]:
+    """Both directions of a PostgreSQL connection (part 0 client, part 1 server) through
+    the wire decoder, in random pieces with gaps and ends."""
+    from agentshark.wire.pgsql import PgSession
+
+    return _wire(PgSession("fuzz"), parts)
+
+
+def t_resp(parts: Parts) -> list[Any]:
+    """Both directions of a Redis connection (RESP2/RESP3) through the wire decoder."""
+    from agentshark.wire.resp import RespSession
+
+    return _wire(RespSession("fuzz"), parts)
+
+
+def _wire(session: Any, parts: Parts) -> list[Any]:
+    from agentshark.wire.events import Operation
+
+    rnd = schedule(parts)
+    out: list[Any] = []
+    ts = 0.0
+    for _kind, d, value in interleave(parts[0], parts[1], rnd):
+        ts += 1.0
+        if isinstance(value, bytes):
+            out += session.feed(d, value, ts)
+        else:
+            out += session.gap(d, value, ts)
+    for d in (0, 1):
+        out += session.end(d, ts + 1, clean=rnd.random() < 0.7)
+    out += session.close()
+    name = type(session).__name__
+    only(session.diagnostics, (Diagnostic,), f"{name}.diagnostics")
+    for op in out:
+        if isinstance(op, Operation):
+            only(op.diagnostics, (Diagnostic,), "Operation.diagnostics")
+    return only(out, (Operation,), name)
+
+
 def t_protobuf(parts: Parts) -> list[Any]:
     """One message's bytes read without a schema: fields, or a fault as the last item."""
     from agentshark.framing.protobuf import decode_raw
@@ -753,6 +791,20 @@ TARGETS: dict[str, Target] = {
             doc="tls.TlsConnection with the capture's key log",
         ),
         Target(name="h1", run=t_h1, parts=2, tokens=H1_TOKENS, doc="http.h1 + http.exchange"),
+        Target(
+            name="pgsql",
+            run=t_pgsql,
+            parts=2,
+            tokens=(b"\x00\x00\x00\x08\x04\xd2\x16\x2f", b"Z\x00\x00\x00\x05I", b"\x00"),
+            doc="wire.pgsql.PgSession (PostgreSQL v3, both directions)",
+        ),
+        Target(
+            name="resp",
+            run=t_resp,
+            parts=2,
+            tokens=(b"*1\r\n", b"$-1\r\n", b"+OK\r\n", b">3\r\n", b"%1\r\n", b"|1\r\n"),
+            doc="wire.resp.RespSession (Redis RESP2/RESP3, both directions)",
+        ),
         Target(
             name="h2",
             run=t_h2,

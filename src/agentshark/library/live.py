@@ -140,7 +140,9 @@ class ExchangeFeed:
         self._ended = False
         self._closed = False
         self.live = LiveTraces()
-        self._chain = _with_calls(self._items(), Options(max_body=max_body, calls=True))
+        self._chain: Iterator[Item | Pause] = _with_calls(
+            self._items(), Options(max_body=max_body, calls=True)
+        )
 
     def push(self, exchange: Exchange) -> None:
         with self._lock:

@@ -33,6 +33,7 @@ from agentshark.model import Body, Exchange, Headers, Request, Response, WsRecor
 from agentshark.output.grpc import GrpcNamer, grpc_json, grpc_message_json, grpc_namer
 from agentshark.output.redact import Redactor, redactor
 from agentshark.pipeline import ConnectionReport, SourceReport
+from agentshark.wire.events import Operation
 
 SCHEMA = "agentshark.report/1"
 SNIFF_HEAD = 4096  # enough for a whole first NDJSON line in practice
@@ -117,10 +118,40 @@ def exchange_json(ex: Exchange, opts: RenderOptions) -> dict[str, Any]:
     rpc = grpc_json(ex)
     if rpc is not None:
         out["grpc"] = rpc
+    if ex.operation is not None:
+        out["operation"] = operation_json(ex.operation, opts)
     redacted: dict[str, Any] = opts.redactor.json(out)
     if ex.messages is not None:  # each message redacts what can hold text (its payload)
         redacted["messages"] = [ws_message_json(r, opts) for r in ex.messages]
     return redacted
+
+
+def operation_json(op: Operation, opts: RenderOptions) -> dict[str, Any]:
+    """A wire protocol's operation (DESIGN.md ``exchanges[].operation``); the result rows'
+    values only with ``events``."""
+    out: dict[str, Any] = {
+        "protocol": op.protocol,
+        "kind": op.kind,
+        "index": op.index,
+        "command": op.command,
+        "statement": op.statement,
+        "parameters": op.parameters,
+        "started": op.started,
+        "response_started": op.response_started,
+        "ended": op.ended,
+        "request_complete": op.request_complete,
+        "response_complete": op.response_complete,
+        "result": op.result,
+        "rows": op.rows,
+        "columns": op.columns,
+        "error": op.error,
+        "role": op.role,
+        "details": op.details,
+    }
+    if opts.events:
+        out["values"] = op.values
+        out["values_cut"] = op.values_cut
+    return out
 
 
 def ws_message_json(record: WsRecord, opts: RenderOptions) -> dict[str, Any]:

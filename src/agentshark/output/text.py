@@ -98,6 +98,8 @@ class TextWriter:
         )
         method = req.method if req else "?"
         url = req.url if req else "?"
+        if ex.operation is not None:  # a SQL statement, a command: what it asked
+            url = f"{url} {ex.operation.summary()}"
         status = str(resp.status) if resp and resp.status else "-"
         ctype = "-"
         req_size = resp_size = None
@@ -123,6 +125,8 @@ class TextWriter:
             resp_size = view.decoded.size
             reasons += view.decoded.diagnostics
             ctype = (view.content_type or "-").split(";")[0]
+            if ex.operation is not None:  # the result: a command tag, an error
+                ctype = resp.reason or "-"
             if view.content_encoding:
                 ctype += f" ({view.content_encoding})"
         ended = resp.ended if resp and resp.ended else None

@@ -132,7 +132,7 @@ def _with_calls(items: Iterator[_T | WsProgress], opts: Options) -> Iterator[_T 
             ws, held = entry
             yield from held
             yield from ws.close()
-        elif isinstance(item, Exchange):
+        elif isinstance(item, Exchange) and item.operation is None:  # HTTP: an API family's?
             call = recognize(item, f"call{next(counter)}", max_body=opts.max_body)
             if call is not None:
                 if call.api == "mcp":

@@ -4,6 +4,8 @@ The layers, for each connection::
 
     TCP events -> [TlsConnection: ciphertext -> plaintext] -> _Plain: sniff -> HttpSession
                                                                         -> Exchange objects
+                                                              (or a wire protocol's
+                                                               WireSession: agentshark.wire)
 
 ``_Plain`` holds a direction's first bytes until it knows what they are (a few bytes; 64 KiB
 for a capture that starts mid-connection), then replays them into the chosen parser. A capture
@@ -28,9 +30,11 @@ from agentshark.model import Exchange
 from agentshark.net.events import Connection, format_endpoint
 from agentshark.pipeline.reports import ConnectionReport
 from agentshark.pipeline.websocket import NO_HANDSHAKE, WebSocketSession, WsProgress, h2_websocket
+from agentshark.pipeline.wire import WireSession
 from agentshark.tls.events import TlsGap, TlsPlaintext
 from agentshark.tls.keylog import KeyLog
 from agentshark.tls.session import TlsConnection
+from agentshark.wire import WireProtocol, sniff_wire
 
 HttpVersion = Literal["http/1.1", "h2"]
 _HELD_LIMIT = 65536
@@ -202,7 +206,9 @@ class _Plain:
         "_events",
         "_heads",
         "_make_assembler",
+        "_make_wire",
         "_outbox",
+        "_port",
         "_swap",
         "_tls_allowed",
         "protocol",
@@ -218,9 +224,13 @@ class _Plain:
         tls_allowed: bool,
         alpn: str | None = None,
         outbox: Callable[[WsProgress], None] | None = None,
+        make_wire: Callable[[WireProtocol], WireSession] | None = None,
+        port: int = 0,
     ) -> None:
         self._make_assembler = make_assembler
         self._outbox = outbox
+        self._make_wire = make_wire
+        self._port = port
         self._swap = swap_allowed
         self._tls_allowed = tls_allowed
         self._alpn = alpn
@@ -229,7 +239,7 @@ class _Plain:
         self._ended = [False, False]
         self._blind = [False, False]  # a gap cut the direction's head: no more bytes to it
         self.protocol: str | None = None
-        self.session: HttpSession | None = None
+        self.session: HttpSession | WireSession | None = None
         self.swapped = False
 
     def data(self, direction: int, data: bytes, ts: float, acked: int = -1) -> list[Exchange]:
@@ -278,8 +288,14 @@ class _Plain:
 
     def _decide(self, *, final: bool) -> list[Exchange]:
         client, server = self._heads
-        if self._alpn in ("h2", "http/1.1"):
-            protocol: str | None = self._alpn
+        wire = None
+        if self._make_wire is not None and self._alpn is None and (client or server):
+            wire = sniff_wire(bytes(client), bytes(server), self._port)
+        if wire is not None:
+            protocol: str | None = wire.name
+            swap = False
+        elif self._alpn in ("h2", "http/1.1"):
+            protocol = self._alpn
             swap = False
         elif (
             not final
@@ -300,6 +316,9 @@ class _Plain:
         self.protocol = protocol
         self.swapped = swap
         self._heads = _NO_HEADS
+        if wire is not None and self._make_wire is not None:
+            self.session = self._make_wire(wire)
+            return replay(self, self.held())
         if protocol not in ("http/1.1", "h2c", "h2", "websocket"):
             return []
         events = self.held()
@@ -366,6 +385,8 @@ class ConnectionAnalyzer:
             swap_allowed=not conn.handshake_seen,
             tls_allowed=True,
             outbox=outbox,
+            make_wire=self._wire_session,
+            port=conn.server[1],
         )
         self._tls: TlsConnection | None = None
         self._inner: _Plain | None = None
@@ -387,6 +408,17 @@ class ConnectionAnalyzer:
             next_id=self._next_id,
             location=self._location,
             tls=self._tls.info if self._tls is not None else None,
+        )
+
+    def _wire_session(self, proto: WireProtocol) -> WireSession:
+        return WireSession(
+            proto,
+            source=self._source,
+            connection=self._conn.id,
+            server=format_endpoint(self._conn.server),
+            next_id=self._next_id,
+            location=self._location,
+            tls=self._tls.info.to_json() if self._tls is not None else None,
         )
 
     # -- TCP events -----------------------------------------------------------------------
@@ -485,7 +517,7 @@ class ConnectionAnalyzer:
             switched = session.switched_bytes
             protocol = (
                 session.version
-                if self._tls is not None
+                if self._tls is not None or isinstance(session, WireSession)
                 else ("h2c" if session.version == "h2" else "http/1.1")
             )
             if session.switched:

@@ -33,8 +33,8 @@ class ExchangeFeed:
         self._inbox: deque[Item] = deque()
         self._closed = False
         self._count = 0
-        chain: Iterator[Item | Pause] = self._items()
-        self._chain = _with_calls(chain, opts) if opts.calls else chain
+        chain = self._items()
+        self._chain: Iterator[Item | Pause] = _with_calls(chain, opts) if opts.calls else chain
 
     def _items(self) -> Iterator[Item | Pause]:
         while True:

@@ -143,6 +143,7 @@ class Analysis:
     _shared: dict[bytes, Message] = field(default_factory=dict)  # slim messages, by content
     _connection: dict[str, str] = field(default_factory=dict)  # exchange id -> connection
     _ahead: set[str] = field(default_factory=set)  # exchanges whose model call came first
+    _ops: set[str] = field(default_factory=set)  # exchanges that are a wire protocol's operation
 
     def watch(self, items: Iterator[Item]) -> Iterator[Item]:
         """Pass ``items`` through, keeping what the traces need. A call comes right after
@@ -153,6 +154,8 @@ class Analysis:
                 self.exchanges += 1
                 if item.connection is not None:
                     self._connection[item.id] = item.connection
+                if item.operation is not None:
+                    self._ops.add(item.id)
                 self._unclaimed(last)
                 last = item
                 if self._ahead and item.id in self._ahead:
@@ -177,9 +180,12 @@ class Analysis:
             self.http.append(req)
 
     def not_understood(self) -> int:
-        """HTTP exchanges no family claimed and no trace took as a tool execution."""
+        """HTTP exchanges no family claimed and no trace took as a tool execution (the
+        operations of other protocols, a SQL statement..., are understood as what they are)."""
         used = {cid for t in self.traces for cid in t.calls}
-        return sum(1 for h in self.http if h.exchange_id not in used)
+        return sum(
+            1 for h in self.http if h.exchange_id not in used and h.exchange_id not in self._ops
+        )
 
     def finish(self) -> None:
         """Traces and incidents, once the input has ended."""

@@ -1,0 +1,85 @@
+"""What a decoder of a non-HTTP TCP protocol gives out: :class:`Operation` values.
+
+An operation is one request with its response on a connection that speaks a protocol other
+than HTTP (a SQL statement and its result on PostgreSQL; later a Redis command and its reply,
+a Kafka Produce...). It carries the times of both sides, whether each side was seen whole,
+what the request asked (``command``, ``statement``, ``parameters``) and what came back
+(``result``, ``rows``, ``error``). The pipeline wraps each in an
+:class:`~agentshark.model.Exchange` (``Exchange.operation``), so the report, the text views
+and the trace's tool matching see it like any exchange.
+
+Values are kept as they were sent: text parameters as strings, binary ones as
+``{"format": "binary", "base64": ...}``, SQL NULL as None. Result values (``values``) are
+bounded and written only when the report asks for events.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from agentshark.errors import Diagnostic
+
+Json = Any
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Operation:
+    """One request/response unit of a non-HTTP protocol.
+
+    ``kind`` says what the unit is in the protocol's terms (``query``: a PostgreSQL simple
+    Query; ``execute``: an extended-query Execute; ``startup``, ``cancel``...). ``command``
+    is the statement's verb or the command's name, as sent (``SELECT``, ``LPUSH``).
+    ``request_complete``/``response_complete`` are True only when the message(s) were seen
+    whole and the response's terminator arrived (a CommandComplete, an ErrorResponse...).
+    ``role`` names what the operation does for an agent when the protocol says it
+    (``queue.publish``...), else None.
+    """
+
+    protocol: str
+    kind: str
+    index: int  # its place among the connection's operations, from 0
+    command: str | None
+    statement: str | None
+    parameters: list[Json] = field(default_factory=list)
+    started: float | None
+    request_ended: float | None
+    response_started: float | None
+    ended: float | None
+    request_complete: bool
+    response_complete: bool
+    result: str | None = None  # the protocol's own summary: a CommandComplete tag...
+    rows: int | None = None
+    columns: list[str] = field(default_factory=list)
+    error: dict[str, Json] | None = None
+    role: str | None = None
+    values: list[list[Json]] | None = None  # result rows, bounded (only with --events)
+    values_cut: bool = False  # more rows (or bytes) came than ``values`` keeps
+    details: dict[str, Json] = field(default_factory=dict)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    def summary(self) -> str:
+        """One line for text views: the statement, or the command."""
+        text = self.statement if self.statement is not None else self.command or self.kind
+        return " ".join(text.split())
+
+
+class WireDecoder(Protocol):
+    """A sans-I/O decoder of both directions of one connection (0: client -> server).
+
+    Fed in capture order; ``gap`` says ``size`` bytes of a direction were never captured;
+    ``end`` that a direction is over (``clean``: with a FIN); ``close`` that the connection
+    is. Each returns the operations finished by what it was given; ``close`` returns every
+    operation still open, incomplete. Bad bytes give Diagnostics (``diagnostics`` for the
+    connection's, ``Operation.diagnostics`` for one operation's), never an exception.
+    """
+
+    diagnostics: list[Diagnostic]
+
+    def feed(self, direction: int, data: bytes, ts: float) -> list[Operation]: ...
+
+    def gap(self, direction: int, size: int, ts: float) -> list[Operation]: ...
+
+    def end(self, direction: int, ts: float, *, clean: bool) -> list[Operation]: ...
+
+    def close(self) -> list[Operation]: ...

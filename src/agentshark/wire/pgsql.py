@@ -1,0 +1,625 @@
+"""PostgreSQL wire protocol v3 (https://www.postgresql.org/docs/current/protocol-flow.html):
+both directions of a connection -> :class:`~agentshark.wire.events.Operation` values.
+
+Operations: ``startup`` (StartupMessage to the first ReadyForQuery, or the error that refused
+it), ``ssl_request``/``gssenc_request`` (answered by one byte), ``cancel`` (CancelRequest: no
+answer by design), ``query`` (a simple Query to its ReadyForQuery: every CommandComplete tag
+of a multi-statement string is in ``details["tags"]``), ``execute`` (one extended-query
+Execute, with the statement of the Parse and the parameters of the Bind its portal came
+from), ``parse`` (a Parse that failed with no Execute after it), ``function_call`` and
+``notification`` (a NotificationResponse: a NOTIFY pushed to a LISTENing client; a push has
+no request of its own: its request side is the channel (``statement``) and the payload
+(``parameters``), as the one message carried them).
+
+Pairing is by order (the server answers the client's messages in the order sent, §55.2.3):
+the client's messages that expect an answer are queued; each server message answers the
+head of the queue. After an ErrorResponse in an extended-query batch the server skips to
+the Sync: the queued Executes before it are reported not executed (``details["skipped"]``).
+Secrets: a PasswordMessage/SASL/GSS response (``p``) is counted, never kept; a cancel key
+(BackendKeyData, CancelRequest) is never kept.
+
+TLS: an SSLRequest answered ``S`` turns the connection into TLS; the bytes after are not
+decoded here (one info Diagnostic says so): decrypting PostgreSQL's TLS with the key log is
+not done yet.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from agentshark.errors import Diagnostic
+from agentshark.wire.events import Json, Operation
+from agentshark.wire.pgsql_frames import (
+    ANSWER,
+    CANCEL_REQUEST,
+    GSSENC_REQUEST,
+    SSL_REQUEST,
+    UNTYPED,
+    PgMessage,
+    PgReader,
+)
+from agentshark.wire.pgsql_parse import (
+    BadMessageError,
+    Cursor,
+    bind_message,
+    command_verb,
+    data_row,
+    error_fields,
+    parse_message,
+    row_description,
+    startup_parameters,
+    typed_values,
+)
+
+PROTOCOL = "postgresql"
+MAX_VALUES = 1000  # result rows kept per operation (their count is always exact)
+MAX_VALUE_BYTES = 1 << 20  # bytes of result rows kept per operation
+_AUTH = {0: "ok", 2: "kerberos", 3: "cleartext", 5: "md5", 7: "gss", 9: "sspi", 10: "sasl"}
+
+
+def looks_like_startup(client: bytes) -> bool:
+    """The client's first bytes are a v3 StartupMessage, SSLRequest, GSSENCRequest or
+    CancelRequest (an Int32 length, then the protocol code)."""
+    if len(client) < 8:
+        return False
+    size = int.from_bytes(client[:4])
+    code = int.from_bytes(client[4:8])
+    if code in (SSL_REQUEST, GSSENC_REQUEST):
+        return size == 8
+    if code == CANCEL_REQUEST:
+        return size == 16
+    return code >> 16 == 3 and 8 < size <= 10000 and (len(client) < size or client[size - 1] == 0)
+
+
+@dataclass(slots=True)
+class _Op:
+    kind: str
+    command: str | None
+    statement: str | None
+    started: float
+    parameters: list[Json] = field(default_factory=list)
+    request_complete: bool = True
+    response_started: float | None = None
+    lost: bool = False  # a response message of it was damaged
+    result: str | None = None
+    rows: int | None = None
+    columns: list[str] = field(default_factory=list)
+    formats: list[int] = field(default_factory=list)
+    error: dict[str, Json] | None = None
+    values: list[list[Json]] = field(default_factory=list)
+    value_bytes: int = 0
+    values_cut: bool = False
+    details: dict[str, Json] = field(default_factory=dict)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Pending:
+    """A client message that expects an answer: kind and the operation it is part of."""
+
+    kind: str  # startup ssl query parse bind describe execute sync close function
+    op: _Op | None = None
+
+
+class PgSession:
+    """Both directions of one PostgreSQL connection; see the module docstring."""
+
+    __slots__ = (
+        "_count",
+        "_encrypted",
+        "_ended",
+        "_last_ts",
+        "_portals",
+        "_queue",
+        "_readers",
+        "_statements",
+        "_unpaired",
+        "diagnostics",
+        "location",
+    )
+
+    def __init__(self, location: str) -> None:
+        self.location = location
+        self._readers = (
+            PgReader(client=True, location=f"{location} client"),
+            PgReader(client=False, location=f"{location} server"),
+        )
+        self._queue: deque[_Pending] = deque()
+        self._statements: dict[str, tuple[str, list[int]]] = {}  # name -> (query, type OIDs)
+        self._portals: dict[str, tuple[str | None, list[Json]]] = {}  # -> (query, parameters)
+        self._count = 0
+        self._encrypted = False
+        self._unpaired = False
+        self._ended: list[bool | None] = [None, None]
+        self._last_ts = 0.0
+        self.diagnostics: list[Diagnostic] = []
+
+    # -- the decoder interface --------------------------------------------------------------
+
+    def feed(self, direction: int, data: bytes, ts: float) -> list[Operation]:
+        self._last_ts = ts
+        if self._encrypted:
+            return []
+        return self._take(direction, self._readers[direction].feed(data, ts))
+
+    def gap(self, direction: int, size: int, ts: float) -> list[Operation]:
+        if self._encrypted:
+            return []
+        return self._take(direction, self._readers[direction].gap(size, ts))
+
+    def end(self, direction: int, ts: float, *, clean: bool) -> list[Operation]:
+        self._ended[direction] = clean
+        self._last_ts = ts
+        return []
+
+    def close(self) -> list[Operation]:
+        """Every operation still waiting for its answer, incomplete (a cancel: complete
+        when the server closed the connection with a FIN, its only answer)."""
+        out: list[Operation] = []
+        while self._queue:
+            item = self._queue.popleft()
+            op = item.op
+            if op is None or item.kind == "parse":  # a Parse is reported by its Execute
+                continue
+            if op.kind == "cancel":
+                out.append(self._done(op, self._last_ts, complete=self._ended[1] is True))
+                continue
+            op.diagnostics.append(
+                Diagnostic(
+                    code="pg.unanswered",
+                    message=f"no answer to this {op.kind} in the capture",
+                    location=self.location,
+                )
+            )
+            out.append(self._done(op, None, complete=False))
+        return out
+
+    # -- messages ---------------------------------------------------------------------------
+
+    def _take(self, direction: int, items: list[PgMessage | Diagnostic]) -> list[Operation]:
+        out: list[Operation] = []
+        for item in items:
+            if isinstance(item, Diagnostic):
+                self.diagnostics.append(item)
+                if direction == 0:
+                    self._unpaired = True
+                continue
+            if self._encrypted:
+                break
+            try:
+                if direction == 0:
+                    self._client(item, out)
+                else:
+                    self._server(item, out)
+            except BadMessageError as exc:
+                self._bad(item, str(exc))
+        return out
+
+    def _bad(self, msg: PgMessage, why: str) -> None:
+        self.diagnostics.append(
+            Diagnostic(
+                code="pg.malformed",
+                message=f"a {msg.type or 'startup'!r} message that does not parse: {why}",
+                location=f"{self.location} byte {msg.offset}",
+            )
+        )
+
+    def _client(self, msg: PgMessage, out: list[Operation]) -> None:
+        kind, body = msg.type, msg.body
+        if kind == "p":
+            self._password()
+            return
+        if body is None:  # damaged: what it asked is not known
+            if kind in ("Q", "E", "F"):
+                op = _Op(_CLIENT_KINDS[kind], None, None, msg.ts, request_complete=False)
+                self._queue.append(_Pending(op.kind, op))
+            elif kind in ("P", "B", "D", "S", "C"):
+                self._queue.append(_Pending(_PENDING_KINDS[kind]))
+            return
+        if kind == UNTYPED:
+            self._startup(msg, body, out)
+        elif kind == "Q":
+            sql = Cursor(body).cstring()
+            op = _Op("query", command_verb(sql), sql, msg.ts)
+            self._queue.append(_Pending("query", op))
+        elif kind == "P":
+            name, query, oids = parse_message(body)
+            self._statements[name] = (query, oids)
+            op = _Op("parse", command_verb(query), query, msg.ts)
+            op.details["parameter_types"] = list(oids)
+            self._queue.append(_Pending("parse", op))
+        elif kind == "B":
+            portal, statement, raw = bind_message(body)
+            known = self._statements.get(statement)
+            oids = known[1] if known is not None else []
+            self._portals[portal] = (known[0] if known else None, typed_values(raw, oids))
+            self._queue.append(_Pending("bind"))
+        elif kind == "E":
+            self._execute(msg, body)
+        elif kind in ("D", "S", "C"):
+            if kind == "C":
+                self._close(body)
+            self._queue.append(_Pending(_PENDING_KINDS[kind]))
+        elif kind == "F":
+            op = _Op("function_call", "FUNCTION_CALL", None, msg.ts)
+            self._queue.append(_Pending("function", op))
+        elif kind in ("d", "c", "f"):
+            self._copy_in(kind, body)
+        elif kind not in ("H", "X"):
+            self._bad(msg, "not a client message type")
+
+    def _startup(self, msg: PgMessage, body: bytes, out: list[Operation]) -> None:
+        cur = Cursor(body)
+        code = cur.number(4)
+        if code in (SSL_REQUEST, GSSENC_REQUEST):
+            kind = "ssl_request" if code == SSL_REQUEST else "gssenc_request"
+            name = "SSLRequest" if code == SSL_REQUEST else "GSSENCRequest"
+            self._queue.append(_Pending("ssl", _Op(kind, name, None, msg.ts)))
+            self._readers[1].answers += 1
+        elif code == CANCEL_REQUEST:
+            op = _Op("cancel", "CANCEL", None, msg.ts)
+            op.details["process_id"] = cur.number(4)  # the secret key after it is never kept
+            self._queue.append(_Pending("cancel", op))
+        else:
+            op = _Op("startup", "STARTUP", None, msg.ts)
+            op.details["protocol_version"] = f"{code >> 16}.{code & 0xFFFF}"
+            op.details["parameters"] = dict(startup_parameters(cur))
+            self._queue.append(_Pending("startup", op))
+
+    def _execute(self, msg: PgMessage, body: bytes) -> None:
+        cur = Cursor(body)
+        portal = cur.cstring()
+        max_rows = cur.number(4)
+        query, params = self._portals.get(portal, (None, []))
+        op = _Op("execute", command_verb(query) if query else None, query, msg.ts)
+        op.parameters = params
+        # the Parse/Bind before it are the start of this statement's request
+        for item in reversed(self._queue):
+            if item.kind in ("sync", "execute", "query"):
+                break
+            if item.op is not None:
+                op.started = min(op.started, item.op.started)
+        if max_rows:
+            op.details["max_rows"] = max_rows
+        if query is None:
+            op.diagnostics.append(
+                Diagnostic(
+                    code="pg.unknown_statement",
+                    message=f"portal {portal!r} was bound before the capture started: its "
+                    "statement and parameters are not known",
+                    location=f"{self.location} client byte {msg.offset}",
+                    severity="info",
+                )
+            )
+        self._queue.append(_Pending("execute", op))
+
+    def _close(self, body: bytes) -> None:
+        cur = Cursor(body)
+        which, name = cur.byte(), cur.cstring()
+        (self._statements if which == "S" else self._portals).pop(name, None)
+
+    def _copy_in(self, kind: str, body: bytes) -> None:
+        op = self._target()
+        if op is not None:
+            op.details["copy_in_bytes"] = int(op.details.get("copy_in_bytes", 0)) + len(body)
+            if kind == "f":
+                op.details["copy_failed"] = Cursor(body).cstring()
+
+    def _password(self) -> None:
+        """A password, SASL or GSS response: a secret, counted only."""
+        for item in self._queue:
+            if item.kind == "startup" and item.op is not None:
+                count = int(item.op.details.get("password_messages", 0))
+                item.op.details["password_messages"] = count + 1
+                return
+
+    # -- the server's answers ---------------------------------------------------------------
+
+    def _target(self) -> _Op | None:
+        """The operation the server's next result message belongs to."""
+        for item in self._queue:
+            if item.kind in ("execute", "query", "function", "startup"):
+                return item.op
+            if item.kind == "sync":
+                return None
+        return None
+
+    def _server(self, msg: PgMessage, out: list[Operation]) -> None:
+        handler = _SERVER.get(msg.type)
+        if handler is None:
+            self._bad(msg, "not a server message type")
+            return
+        if not self._queue and msg.type not in ("A", "N", "S", "E"):
+            if not self._unpaired:
+                self._unpaired = True
+                self.diagnostics.append(
+                    Diagnostic(
+                        code="pg.unpaired",
+                        message=f"a {msg.type!r} message answers no request seen (the "
+                        "capture starts mid-connection or lost client bytes)",
+                        location=f"{self.location} server byte {msg.offset}",
+                    )
+                )
+            return
+        op = self._target()
+        if op is not None and op.response_started is None:
+            op.response_started = msg.ts
+        handler(self, msg, out)
+
+    def _answer(self, msg: PgMessage, out: list[Operation]) -> None:
+        item = self._queue[0]
+        if item.kind != "ssl" or item.op is None or msg.body is None:
+            return
+        self._queue.popleft()
+        answer = msg.body.decode("latin-1")
+        item.op.result = answer
+        item.op.response_started = msg.ts
+        out.append(self._done(item.op, msg.ts, complete=answer in ("S", "N", "G")))
+        if answer in ("S", "G"):
+            self._encrypted = True
+            self.diagnostics.append(
+                Diagnostic(
+                    code="pg.encrypted",
+                    message=f"the server accepted {item.op.command} ({answer!r}): the rest of "
+                    "the connection is encrypted, and decrypting PostgreSQL's TLS with a key "
+                    "log is not done yet",
+                    location=f"{self.location} server byte {msg.offset}",
+                    severity="info",
+                )
+            )
+
+    def _auth(self, msg: PgMessage, out: list[Operation]) -> None:
+        op = self._target()
+        if op is None or op.kind != "startup" or msg.body is None:
+            return
+        code = Cursor(msg.body).number(4)
+        if code in _AUTH and "authentication" not in op.details and code != 0:
+            op.details["authentication"] = _AUTH[code]
+            if code == 10:
+                cur = Cursor(msg.body[4:])
+                op.details["sasl_mechanisms"] = list(iter(cur.cstring, ""))
+        if code == 0:
+            op.details["authenticated"] = True
+
+    def _status(self, msg: PgMessage, out: list[Operation]) -> None:
+        if msg.body is None:
+            return
+        cur = Cursor(msg.body)
+        name, value = cur.cstring(), cur.cstring()
+        op = self._target()
+        if op is not None:
+            params = op.details.setdefault("server_parameters", {})
+            assert isinstance(params, dict)
+            params[name] = value
+
+    def _key(self, msg: PgMessage, out: list[Operation]) -> None:
+        op = self._target()
+        if op is not None and msg.body is not None:
+            op.details["process_id"] = Cursor(msg.body).number(4)  # the key is never kept
+
+    def _ready(self, msg: PgMessage, out: list[Operation]) -> None:
+        status = msg.body.decode("latin-1") if msg.body else None
+        while self._queue:
+            item = self._queue.popleft()
+            op = item.op
+            if item.kind in ("execute", "function") and op is not None:
+                op.details["skipped"] = True  # not executed: an earlier message failed
+                out.append(self._done(op, msg.ts, complete=not op.lost))
+            elif item.kind in ("sync", "query", "startup"):
+                if op is not None:
+                    op.details["transaction_status"] = status
+                    out.append(self._done(op, msg.ts, complete=not op.lost))
+                return
+
+    def _rows(self, msg: PgMessage, out: list[Operation]) -> None:
+        head = self._queue[0]
+        if head.kind == "describe":
+            self._queue.popleft()
+            op = self._target()  # the Execute the Describe is for
+        else:
+            op = self._target()
+        if op is None:
+            return
+        if msg.body is None:
+            op.lost = True
+            return
+        op.columns, op.formats = row_description(msg.body)
+
+    def _no_data(self, msg: PgMessage, out: list[Operation]) -> None:
+        if self._queue[0].kind == "describe":
+            self._queue.popleft()
+
+    def _parameters(self, msg: PgMessage, out: list[Operation]) -> None:
+        pass  # ParameterDescription: the types are the Parse's; the Describe ends later
+
+    def _complete_one(self, msg: PgMessage, out: list[Operation]) -> None:
+        """ParseComplete, BindComplete, CloseComplete: the head Parse/Bind/Close is done."""
+        expected = {"1": "parse", "2": "bind", "3": "close"}[msg.type]
+        if self._queue[0].kind == expected:
+            self._queue.popleft()
+        else:
+            self._bad(
+                msg,
+                f"it answers a {expected}, the oldest request waiting is a {self._queue[0].kind}",
+            )
+
+    def _data(self, msg: PgMessage, out: list[Operation]) -> None:
+        op = self._target()
+        if op is None:
+            return
+        op.rows = (op.rows or 0) + 1
+        if msg.body is None:
+            op.lost = op.lost or not msg.too_large
+            op.values_cut = True
+            return
+        if len(op.values) < MAX_VALUES and op.value_bytes + len(msg.body) <= MAX_VALUE_BYTES:
+            op.values.append(data_row(msg.body, op.formats))
+            op.value_bytes += len(msg.body)
+        else:
+            op.values_cut = True
+
+    def _command_complete(self, msg: PgMessage, out: list[Operation]) -> None:
+        op = self._target()
+        if op is None:
+            return
+        tag = Cursor(msg.body).cstring() if msg.body is not None else None
+        if msg.body is None:
+            op.lost = True
+        if msg.type == "I":
+            tag = "EMPTY"
+        elif msg.type == "s":
+            tag = "SUSPENDED"
+        if op.kind == "query":
+            tags = op.details.setdefault("tags", [])
+            assert isinstance(tags, list)
+            tags.append(tag)
+            op.result = tag
+            return
+        op.result = tag
+        self._finish_head(op, msg.ts, out)
+
+    def _finish_head(self, op: _Op, ts: float, out: list[Operation]) -> None:
+        """The operation got its terminator: it leaves the queue (with what answered
+        before it: a Parse, a Bind, a Describe of its own)."""
+        while self._queue:
+            item = self._queue.popleft()
+            if item.op is op:
+                break
+        out.append(self._done(op, ts, complete=not op.lost))
+
+    def _error(self, msg: PgMessage, out: list[Operation]) -> None:
+        fields = error_fields(msg.body) if msg.body is not None else {"message": None}
+        head = self._queue[0] if self._queue else None
+        if head is None:
+            self.diagnostics.append(
+                Diagnostic(
+                    code="pg.server_error",
+                    message=f"the server sent an error outside any request: "
+                    f"{fields.get('code')} {fields.get('message')}",
+                    location=f"{self.location} server byte {msg.offset}",
+                )
+            )
+            return
+        if head.kind in ("query", "startup", "ssl") and head.op is not None:
+            head.op.error = fields
+            if head.kind == "startup":  # the connection is refused: no ReadyForQuery
+                self._queue.popleft()
+                out.append(self._done(head.op, msg.ts, complete=msg.body is not None))
+            return
+        # extended query: the error ends the statement it belongs to; the server skips the
+        # rest of the batch up to the Sync (§55.2.3)
+        op = self._target()
+        if op is None and head.kind == "parse" and head.op is not None:
+            op = head.op  # a Parse that failed with no Execute after it
+        if op is None:
+            self.diagnostics.append(
+                Diagnostic(
+                    code="pg.server_error",
+                    message=f"error {fields.get('code')} {fields.get('message')}",
+                    location=f"{self.location} server byte {msg.offset}",
+                )
+            )
+            return
+        op.error = fields
+        self._finish_head(op, msg.ts, out)
+
+    def _notice(self, msg: PgMessage, out: list[Operation]) -> None:
+        if msg.body is None:
+            return
+        fields = error_fields(msg.body)
+        op = self._target()
+        if op is not None:
+            notices = op.details.setdefault("notices", [])
+            assert isinstance(notices, list)
+            notices.append(fields)
+
+    def _notification(self, msg: PgMessage, out: list[Operation]) -> None:
+        if msg.body is None:
+            return
+        cur = Cursor(msg.body)
+        pid, channel, payload = cur.number(4), cur.cstring(), cur.cstring()
+        op = _Op("notification", "NOTIFY", channel, msg.ts, parameters=[payload])
+        op.details["process_id"] = pid
+        op.response_started = msg.ts
+        out.append(self._done(op, msg.ts, complete=True))
+
+    def _copy(self, msg: PgMessage, out: list[Operation]) -> None:
+        op = self._target()
+        if op is None:
+            return
+        if msg.type in ("G", "H", "W"):
+            op.details["copy"] = {"G": "in", "H": "out", "W": "both"}[msg.type]
+        elif msg.type == "d":
+            op.details["copy_out_bytes"] = int(op.details.get("copy_out_bytes", 0)) + (
+                len(msg.body) if msg.body is not None else 0
+            )
+
+    def _function_result(self, msg: PgMessage, out: list[Operation]) -> None:
+        op = self._target()
+        if op is not None and op.kind == "function_call":
+            op.result = "FUNCTION_RESULT"
+
+    def _negotiate(self, msg: PgMessage, out: list[Operation]) -> None:
+        op = self._target()
+        if op is not None and msg.body is not None:
+            op.details["negotiated_minor_version"] = Cursor(msg.body).number(4)
+
+    # -- operations out ---------------------------------------------------------------------
+
+    def _done(self, op: _Op, ended: float | None, *, complete: bool) -> Operation:
+        index = self._count
+        self._count += 1
+        return Operation(
+            protocol=PROTOCOL,
+            kind=op.kind,
+            index=index,
+            command=op.command,
+            statement=op.statement,
+            parameters=op.parameters,
+            started=op.started,
+            request_ended=op.started,
+            response_started=op.response_started,
+            ended=ended,
+            request_complete=op.request_complete,
+            response_complete=complete,
+            result=op.result,
+            rows=op.rows if op.rows is not None else (0 if op.columns else None),
+            columns=op.columns,
+            error=op.error,
+            values=op.values or None,
+            values_cut=op.values_cut,
+            details=op.details,
+            diagnostics=op.diagnostics,
+        )
+
+
+_CLIENT_KINDS = {"Q": "query", "E": "execute", "F": "function_call"}
+_PENDING_KINDS = {"P": "parse", "B": "bind", "D": "describe", "S": "sync", "C": "close"}
+_SERVER = {
+    ANSWER: PgSession._answer,
+    "R": PgSession._auth,
+    "S": PgSession._status,
+    "K": PgSession._key,
+    "Z": PgSession._ready,
+    "T": PgSession._rows,
+    "n": PgSession._no_data,
+    "t": PgSession._parameters,
+    "1": PgSession._complete_one,
+    "2": PgSession._complete_one,
+    "3": PgSession._complete_one,
+    "D": PgSession._data,
+    "C": PgSession._command_complete,
+    "I": PgSession._command_complete,
+    "s": PgSession._command_complete,
+    "E": PgSession._error,
+    "N": PgSession._notice,
+    "A": PgSession._notification,
+    "G": PgSession._copy,
+    "H": PgSession._copy,
+    "W": PgSession._copy,
+    "d": PgSession._copy,
+    "c": PgSession._copy,
+    "V": PgSession._function_result,
+    "v": PgSession._negotiate,
+}

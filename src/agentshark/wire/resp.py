@@ -1,0 +1,348 @@
+"""Redis RESP2/RESP3 (https://redis.io/docs/latest/develop/reference/protocol-spec/): both
+directions of a connection -> :class:`~agentshark.wire.events.Operation` values.
+
+Each command (an array of bulk strings, or an inline command) is an operation of kind
+``command``, paired with its reply by order: Redis answers the commands of a connection in
+the order sent, pipelined or not. (S|P)SUBSCRIBE and (S|P)UNSUBSCRIBE get one reply per
+channel. A pub/sub message (a RESP3 push ``>``, or a RESP2 array ``message``/``pmessage``/
+``smessage`` on a connection that subscribed) is an operation of kind ``push`` of its own.
+
+``role`` names what a command does when an agent uses Redis as a queue or a bus:
+``queue.publish`` (LPUSH, RPUSH, XADD...), ``queue.consume`` (BRPOP, LPOP, XREADGROUP...),
+``queue.ack`` (XACK), ``queue.claim`` (XCLAIM, XAUTOCLAIM), ``pubsub.publish``,
+``pubsub.subscribe``, ``pubsub.deliver`` (a push).
+
+Secrets: the password of AUTH and of HELLO's AUTH option is never kept (``details
+["secret_arguments"]`` counts them). Reply values are kept (bounded) in ``values``, written
+only with ``--events``; ``result`` is a short summary (``OK``, an integer, ``bulk 5 bytes``,
+``array 3``), ``rows`` the number of elements of an aggregate reply.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections import deque
+from typing import Any
+
+from agentshark.errors import Diagnostic
+from agentshark.wire.events import Json, Operation
+from agentshark.wire.resp_values import RespError, RespReader, RespValue
+
+PROTOCOL = "redis"
+MAX_VALUE_BYTES = 1 << 20  # reply bytes kept in ``values`` per operation
+ROLES = {
+    **dict.fromkeys(("LPUSH", "RPUSH", "LPUSHX", "RPUSHX", "XADD"), "queue.publish"),
+    **dict.fromkeys(
+        (
+            "BRPOP", "BLPOP", "LPOP", "RPOP", "BLMOVE", "LMOVE", "BRPOPLPUSH", "RPOPLPUSH",
+            "LMPOP", "BLMPOP", "XREADGROUP", "XREAD",
+        ),
+        "queue.consume",
+    ),
+    "XACK": "queue.ack",
+    "XCLAIM": "queue.claim",
+    "XAUTOCLAIM": "queue.claim",
+    "PUBLISH": "pubsub.publish",
+    "SPUBLISH": "pubsub.publish",
+    **dict.fromkeys(("SUBSCRIBE", "PSUBSCRIBE", "SSUBSCRIBE"), "pubsub.subscribe"),
+}  # fmt: skip
+_PER_CHANNEL = frozenset(
+    ("SUBSCRIBE", "PSUBSCRIBE", "SSUBSCRIBE", "UNSUBSCRIBE", "PUNSUBSCRIBE", "SUNSUBSCRIBE")
+)
+_PUSH_KINDS = frozenset((b"message", b"pmessage", b"smessage"))
+
+
+def looks_like_resp(client: bytes) -> bool:
+    """A RESP array of bulk strings: ``*<n>\\r\\n$<len>\\r\\n``."""
+    if not client.startswith(b"*"):
+        return False
+    end = client.find(b"\r\n", 1, 16)
+    return end > 1 and client[1:end].isdigit() and client[end + 2 : end + 3] in (b"$", b"")
+
+
+def text(data: bytes) -> Json:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return {"base64": base64.b64encode(data).decode()}
+
+
+def plain(kind: str, value: Any) -> Json:
+    """A reply value as JSON: strings as text (base64 when not UTF-8), errors as
+    ``{"error": ...}``, maps as lists of pairs."""
+    if isinstance(value, bytes):
+        return {"error": text(value)} if kind in "-!" else text(value)
+    if kind in "%|" and value is not None:
+        return [[plain(*k), plain(*v)] for k, v in value]
+    if isinstance(value, list):
+        return [plain(k, v) for k, v in value]
+    return value
+
+
+class _Command:
+    __slots__ = ("name", "op", "replies")
+
+    def __init__(self, name: str, op: dict[str, Any], replies: int) -> None:
+        self.name = name
+        self.op = op
+        self.replies = replies  # replies still owed
+
+
+class RespSession:
+    """Both directions of one Redis connection; see the module docstring."""
+
+    __slots__ = ("_count", "_ended", "_queue", "_readers", "_subscribed", "diagnostics", "location")
+
+    def __init__(self, location: str) -> None:
+        self.location = location
+        self._readers = (RespReader(inline=True), RespReader(inline=False))
+        self._queue: deque[_Command] = deque()
+        self._subscribed = False
+        self._count = 0
+        self._ended: list[bool | None] = [None, None]
+        self.diagnostics: list[Diagnostic] = []
+
+    def feed(self, direction: int, data: bytes, ts: float) -> list[Operation]:
+        reader = self._readers[direction]
+        if reader.lost:
+            return []
+        try:
+            values = reader.feed(data)
+        except RespError as exc:
+            reader.lose()
+            self._diagnostic(
+                "resp.framing",
+                f"{exc}: nothing more of this direction is read",
+                direction,
+                reader.offset,
+            )
+            return []
+        out: list[Operation] = []
+        for value in values:
+            if direction == 0:
+                self._command(value, ts)
+            else:
+                self._reply(value, ts, out)
+        return out
+
+    def gap(self, direction: int, size: int, ts: float) -> list[Operation]:
+        """RESP has no message boundary to find again: the direction is lost from here."""
+        reader = self._readers[direction]
+        if not reader.lost:
+            reader.lose()
+            self._diagnostic(
+                "resp.gap",
+                f"{size} bytes were not captured: where the next value starts cannot be "
+                "told, nothing more of this direction is read",
+                direction,
+                reader.offset,
+            )
+        return []
+
+    def end(self, direction: int, ts: float, *, clean: bool) -> list[Operation]:
+        self._ended[direction] = clean
+        return []
+
+    def close(self) -> list[Operation]:
+        out = []
+        while self._queue:
+            cmd = self._queue.popleft()
+            cmd.op["diagnostics"].append(
+                Diagnostic(
+                    code="resp.unanswered",
+                    message=f"no reply to this {cmd.name} in the capture",
+                    location=self.location,
+                )
+            )
+            out.append(self._done(cmd.op, complete=False))
+        return out
+
+    def _diagnostic(self, code: str, message: str, direction: int, offset: int) -> None:
+        side = "client" if direction == 0 else "server"
+        self.diagnostics.append(
+            Diagnostic(code=code, message=message, location=f"{self.location} {side} byte {offset}")
+        )
+
+    # -- commands -------------------------------------------------------------------------
+
+    def _command(self, value: RespValue, ts: float) -> None:
+        if value.kind == "inline":
+            args: list[bytes] = value.value
+        elif (
+            value.kind == "*"
+            and value.value
+            and all(k == "$" and v is not None for k, v in value.value)
+        ):
+            args = [v for _, v in value.value]
+        else:
+            self._diagnostic(
+                "resp.not_a_command",
+                f"a {value.kind!r} value where a command (an array of bulk strings) was expected",
+                0,
+                value.offset,
+            )
+            return
+        name = args[0].decode("latin-1").upper()
+        params = [text(a) for a in args[1:]]
+        secrets = _secret_positions(name, args)
+        for n in sorted(secrets, reverse=True):
+            del params[n - 1]
+        op: dict[str, Any] = {
+            "command": name,
+            "statement": " ".join(
+                [name, *(p if isinstance(p, str) else "<binary>" for p in params)]
+            ),
+            "parameters": params,
+            "started": ts,
+            "details": {"secret_arguments": len(secrets)} if secrets else {},
+            "diagnostics": [],
+            "role": ROLES.get(name),
+            "values": [],
+            "kept": 0,
+        }
+        if value.kind == "inline":
+            op["details"]["inline"] = True
+        replies = max(1, len(args) - 1) if name in _PER_CHANNEL else 1
+        if name in _PER_CHANNEL and name.endswith("UNSUBSCRIBE") and len(args) == 1:
+            replies = 1  # one per channel subscribed: at least one
+        if name in ROLES and ROLES[name] == "pubsub.subscribe":
+            self._subscribed = True
+        self._queue.append(_Command(name, op, replies))
+
+    # -- replies --------------------------------------------------------------------------
+
+    def _reply(self, value: RespValue, ts: float, out: list[Operation]) -> None:
+        if self._is_push(value):
+            out.append(self._push(value, ts))
+            return
+        if not self._queue:
+            self._diagnostic(
+                "resp.unpaired",
+                "a reply to no command seen (the capture starts "
+                "mid-connection or lost client bytes)",
+                1,
+                value.offset,
+            )
+            return
+        cmd = self._queue[0]
+        op = cmd.op
+        op.setdefault("response_started", ts)
+        op["ended"] = ts
+        reply = plain(value.kind, value.value)
+        if op["kept"] + value.size <= MAX_VALUE_BYTES:
+            op["values"].append([reply])
+            op["kept"] += value.size
+        else:
+            op["values_cut"] = True
+        if value.kind in "-!":
+            message = reply["error"] if isinstance(reply, dict) else None
+            code = message.split(" ", 1)[0] if isinstance(message, str) else None
+            op["error"] = {"code": code, "message": message}
+        else:
+            op["result"] = _summary(value)
+            if value.kind in "*%~" and value.value is not None:
+                op["rows"] = len(value.value)
+        cmd.replies -= 1
+        if cmd.name.endswith("UNSUBSCRIBE") and isinstance(value.value, list):
+            left = value.value[-1][1] if value.value else None
+            if left == 0:
+                cmd.replies = 0
+                self._subscribed = False
+        if cmd.replies <= 0:
+            self._queue.popleft()
+            out.append(self._done(op, complete=True))
+
+    def _is_push(self, value: RespValue) -> bool:
+        if value.kind == ">":
+            first = value.value[0][1] if value.value else None
+            head = self._queue[0].name if self._queue else ""
+            # RESP3 sends (un)subscribe confirmations as pushes too: those answer the command
+            return not (
+                head in _PER_CHANNEL
+                and first
+                in (
+                    b"subscribe",
+                    b"psubscribe",
+                    b"ssubscribe",
+                    b"unsubscribe",
+                    b"punsubscribe",
+                    b"sunsubscribe",
+                )
+            )
+        return (
+            self._subscribed
+            and value.kind == "*"
+            and bool(value.value)
+            and isinstance(value.value[0][1], bytes)
+            and value.value[0][1] in _PUSH_KINDS
+        )
+
+    def _push(self, value: RespValue, ts: float) -> Operation:
+        items = [plain(k, v) for k, v in value.value or []]
+        name = items[0].upper() if items and isinstance(items[0], str) else "PUSH"
+        channel = items[-2] if len(items) >= 3 and isinstance(items[-2], str) else None
+        op: dict[str, Any] = {
+            "command": name,
+            "statement": channel,
+            "parameters": items[1:],
+            "started": ts,
+            "response_started": ts,
+            "ended": ts,
+            "details": {"push": value.kind == ">"},
+            "diagnostics": [],
+            "role": "pubsub.deliver",
+            "values": [[items]],
+            "result": name.lower(),
+        }
+        return self._done(op, complete=True, kind="push")
+
+    def _done(self, op: dict[str, Any], *, complete: bool, kind: str = "command") -> Operation:
+        index = self._count
+        self._count += 1
+        return Operation(
+            protocol=PROTOCOL,
+            kind=kind,
+            index=index,
+            command=op["command"],
+            statement=op["statement"],
+            parameters=op["parameters"],
+            started=op["started"],
+            request_ended=op["started"],
+            response_started=op.get("response_started"),
+            ended=op.get("ended"),
+            request_complete=True,
+            response_complete=complete,
+            result=op.get("result"),
+            rows=op.get("rows"),
+            error=op.get("error"),
+            role=op["role"],
+            values=op["values"] or None,
+            values_cut=bool(op.get("values_cut")),
+            details=op["details"],
+            diagnostics=op["diagnostics"],
+        )
+
+
+def _secret_positions(name: str, args: list[bytes]) -> list[int]:
+    """Indexes in ``args`` of passwords: AUTH's last argument, HELLO's ``AUTH user pass``."""
+    if name == "AUTH" and len(args) >= 2:
+        return [len(args) - 1]
+    if name == "HELLO":
+        for n, arg in enumerate(args):
+            if arg.upper() == b"AUTH" and n + 2 < len(args):
+                return [n + 2]
+    return []
+
+
+def _summary(value: RespValue) -> str:
+    kind, v = value.kind, value.value
+    if v is None:
+        return "nil"
+    if kind == "+":
+        return text(v) if isinstance(text(v), str) else "simple string"
+    if kind in ":#,(":
+        return str(v) if kind != "(" else v.decode("latin-1")
+    if kind in "$=":
+        return f"bulk {len(v)} bytes"
+    names = {"*": "array", "%": "map", "~": "set", ">": "push"}
+    return f"{names.get(kind, kind)} {len(v)}"

@@ -1,0 +1,163 @@
+"""RESP2/RESP3 values (https://redis.io/docs/latest/develop/reference/protocol-spec/): one
+direction's bytes -> values, incrementally.
+
+Types: ``+`` simple string, ``-`` error, ``:`` integer, ``$`` bulk string (``$-1``: null),
+``*`` array (``*-1``: null); RESP3 adds ``_`` null, ``#`` boolean, ``,`` double, ``(`` big
+number, ``!`` bulk error, ``=`` verbatim string, ``%`` map, ``~`` set, ``>`` push and ``|``
+attributes (kept apart, before the value they describe). A client may also send an inline
+command: a line of space-separated words.
+
+Values come out as :class:`RespValue` (kind letter and Python value: bytes for strings,
+int, float, bool, None, a list of RespValue, a list of pairs for a map). A value that is not
+complete yet is parsed again when more bytes came; a bulk string's announced length says how
+many bytes to wait for, so a large value is not re-parsed chunk by chunk.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+MAX_LINE = 64 * 1024  # a type line (or inline command) longer than this is not RESP
+MAX_ITEMS = 1 << 20  # elements of one aggregate
+MAX_BULK = 512 << 20  # Redis' proto-max-bulk-len default
+
+
+class RespError(ValueError):
+    """Bytes that are not RESP: the direction cannot be read further."""
+
+
+class _Incomplete(Exception):  # noqa: N818 - a control-flow signal, not an error
+    def __init__(self, need: int) -> None:
+        self.need = need  # the buffer must hold at least this many bytes to go on
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RespValue:
+    kind: str  # the type byte ('*', '$', '+'...; 'inline' for an inline command)
+    value: Any
+    offset: int  # where it starts in the direction's stream
+    size: int  # bytes on the wire
+    attributes: Any = None  # a RESP3 attribute map sent before it
+
+
+AGGREGATES = frozenset("*%~>|")
+
+
+def _line(buf: bytes | bytearray, pos: int) -> tuple[bytes, int]:
+    end = buf.find(b"\r\n", pos)
+    if end < 0:
+        if len(buf) - pos > MAX_LINE:
+            raise RespError(f"no CRLF in the {MAX_LINE} bytes after byte {pos}")
+        raise _Incomplete(len(buf) + 1)
+    return bytes(buf[pos:end]), end + 2
+
+
+def _int(text: bytes, what: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise RespError(f"{what} {text[:20]!r} is not an integer") from None
+
+
+def parse_value(buf: bytes | bytearray, pos: int) -> tuple[str, Any, int]:
+    """One value at ``pos``: (kind, value, end); raises _Incomplete or RespError."""
+    if pos >= len(buf):
+        raise _Incomplete(pos + 1)
+    kind = chr(buf[pos])
+    line, after = _line(buf, pos + 1)
+    if kind in "$=!":
+        size = _int(line, "a bulk length")
+        if size == -1:
+            return kind, None, after
+        if not 0 <= size <= MAX_BULK:
+            raise RespError(f"a bulk length of {size}")
+        end = after + size
+        if len(buf) < end + 2:
+            raise _Incomplete(end + 2)
+        if buf[end : end + 2] != b"\r\n":
+            raise RespError(f"a bulk string of {size} bytes not followed by CRLF")
+        return kind, bytes(buf[after:end]), end + 2
+    if kind in AGGREGATES:
+        count = _int(line, "an aggregate length")
+        if count == -1:
+            return kind, None, after
+        if not 0 <= count <= MAX_ITEMS:
+            raise RespError(f"an aggregate of {count} elements")
+        items = []
+        for _ in range(count * 2 if kind in "%|" else count):
+            item_kind, item, after = parse_value(buf, after)
+            items.append((item_kind, item))
+        if kind in "%|":
+            return kind, list(zip(items[::2], items[1::2], strict=True)), after
+        return kind, items, after
+    if kind in "+-(":
+        return kind, line, after
+    if kind == ":":
+        return kind, _int(line, "an integer"), after
+    if kind == "_":
+        return kind, None, after
+    if kind == "#":
+        return kind, line == b"t", after
+    if kind == ",":
+        try:
+            return kind, float(line), after
+        except ValueError:
+            raise RespError(f"a double {line[:20]!r}") from None
+    raise RespError(f"a value of type {kind!r}")
+
+
+class RespReader:
+    """One direction: ``feed`` returns the values completed; ``inline`` allows inline
+    commands (the client's direction)."""
+
+    __slots__ = ("_buf", "_need", "_pending_attributes", "inline", "lost", "offset")
+
+    def __init__(self, *, inline: bool) -> None:
+        self._buf = bytearray()
+        self._need = 0
+        self._pending_attributes: Any = None
+        self.inline = inline
+        self.lost = False
+        self.offset = 0  # stream offset of _buf[0]
+
+    def feed(self, data: bytes) -> list[RespValue]:
+        if self.lost:
+            return []
+        self._buf += data
+        if len(self._buf) < self._need:
+            return []
+        out: list[RespValue] = []
+        buf = self._buf
+        pos = 0
+        try:
+            while pos < len(buf):
+                start = pos
+                if self.inline and buf[pos] not in b"*$+-:_#,(!=%~>|":
+                    line, pos = _line(buf, pos)
+                    if line.strip():
+                        words = [w for w in line.split() if w]
+                        out.append(self._value("inline", words, start, pos))
+                    continue
+                kind, value, pos = parse_value(buf, pos)
+                if kind == "|":
+                    self._pending_attributes = value
+                    continue
+                out.append(self._value(kind, value, start, pos))
+            self._need = 0
+        except _Incomplete as more:
+            self._need = more.need - pos
+        finally:
+            del buf[:pos]
+            self.offset += pos
+        return out
+
+    def _value(self, kind: str, value: Any, start: int, end: int) -> RespValue:
+        attrs, self._pending_attributes = self._pending_attributes, None
+        return RespValue(
+            kind=kind, value=value, offset=self.offset + start, size=end - start, attributes=attrs
+        )
+
+    def lose(self) -> None:
+        self.lost = True
+        self._buf.clear()

@@ -1,0 +1,158 @@
+"""The Redis RESP decoder on conversations written from the protocol spec
+(https://redis.io/docs/latest/develop/reference/protocol-spec/): fed three ways, pipelined
+replies paired by order, errors, RESP3 types, pub/sub pushes, queues, secrets, a gap."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentshark.wire import sniff_wire
+from agentshark.wire.resp import RespSession, looks_like_resp
+from tests.wire import pg_messages as m
+
+SECRET = "p4ss-never-kept"
+
+
+def cmd(*args: str | bytes) -> bytes:
+    out = b"*%d\r\n" % len(args)
+    for a in args:
+        raw = a.encode() if isinstance(a, str) else a
+        out += b"$%d\r\n%s\r\n" % (len(raw), raw)
+    return out
+
+
+def bulk(data: bytes) -> bytes:
+    return b"$%d\r\n%s\r\n" % (len(data), data)
+
+
+def conversation() -> list[m.Step]:
+    return [
+        (0, cmd("AUTH", "default", SECRET)),
+        (1, b"+OK\r\n"),
+        (0, cmd("SET", "k", "v") + cmd("GET", "k") + cmd("INCR", "k")),  # pipelined
+        (1, b"+OK\r\n" + bulk(b"v") + b"-ERR value is not an integer or out of range\r\n"),
+        (0, cmd("LPUSH", "jobs", '{"id": 1}') + cmd("BRPOP", "jobs", "0")),
+        (1, b":1\r\n*2\r\n" + bulk(b"jobs") + bulk(b'{"id": 1}')),
+        (0, cmd("XACK", "s", "g", "1-0") + cmd("GET", "missing")),
+        (1, b":1\r\n$-1\r\n"),
+        (0, cmd("HELLO", "3")),
+        (1, b"%2\r\n+server\r\n+redis\r\n+proto\r\n:3\r\n"),
+        (0, cmd("SUBSCRIBE", "a", "b")),
+        (1, b">3\r\n+subscribe\r\n+a\r\n:1\r\n>3\r\n+subscribe\r\n+b\r\n:2\r\n"),
+        (1, b">3\r\n+message\r\n+a\r\n" + bulk(b"hello")),
+    ]
+
+
+def decoder() -> RespSession:
+    return RespSession("c1")
+
+
+@pytest.mark.parametrize("chunk", [None, 1, 5])
+def test_same_operations_however_the_bytes_are_cut(chunk: int | None) -> None:
+    whole, _ = m.feed(decoder, conversation())
+    cut, _ = m.feed(decoder, conversation(), chunk=chunk)
+    assert m.facts(cut) == m.facts(whole)
+
+
+def test_commands_paired_with_their_replies_by_order() -> None:
+    ops, dec = m.feed(decoder, conversation())
+    got = [(o.kind, o.command, o.result, o.error["code"] if o.error else None) for o in ops]
+    assert got == [
+        ("command", "AUTH", "OK", None),
+        ("command", "SET", "OK", None),
+        ("command", "GET", "bulk 1 bytes", None),
+        ("command", "INCR", None, "ERR"),
+        ("command", "LPUSH", "1", None),
+        ("command", "BRPOP", "array 2", None),
+        ("command", "XACK", "1", None),
+        ("command", "GET", "nil", None),
+        ("command", "HELLO", "map 2", None),
+        ("command", "SUBSCRIBE", "push 3", None),
+        ("push", "MESSAGE", "message", None),
+    ]
+    assert dec.diagnostics == []
+    auth = ops[0]
+    assert auth.parameters == ["default"] and auth.details == {"secret_arguments": 1}
+    assert SECRET not in repr(ops)
+    assert [o.role for o in ops[4:7]] == ["queue.publish", "queue.consume", "queue.ack"]
+    assert ops[5].values == [[["jobs", '{"id": 1}']]] and ops[5].rows == 2
+    assert ops[8].values == [[[["server", "redis"], ["proto", 3]]]]
+    assert ops[9].values is not None and len(ops[9].values) == 2  # one reply per channel
+    push = ops[10]
+    assert (push.statement, push.parameters, push.role) == ("a", ["a", "hello"], "pubsub.deliver")
+    assert all(o.request_complete and o.response_complete for o in ops)
+
+
+def test_resp2_pubsub_messages_are_pushes_after_subscribe() -> None:
+    steps: list[m.Step] = [
+        (0, cmd("SUBSCRIBE", "news")),
+        (1, b"*3\r\n" + bulk(b"subscribe") + bulk(b"news") + b":1\r\n"),
+        (1, b"*3\r\n" + bulk(b"message") + bulk(b"news") + bulk(b"done")),
+    ]
+    ops, _ = m.feed(decoder, steps)
+    assert [(o.kind, o.command) for o in ops] == [("command", "SUBSCRIBE"), ("push", "MESSAGE")]
+
+
+def test_resp3_attribute_and_scalar_types() -> None:
+    steps: list[m.Step] = [
+        (0, cmd("EXISTS", "k") + cmd("X") + cmd("Y") + cmd("Z")),
+        (1, b"|1\r\n+ttl\r\n:3\r\n#t\r\n,3.5\r\n(12345678901234567890\r\n_\r\n"),
+    ]
+    ops, dec = m.feed(decoder, steps)
+    assert [o.result for o in ops] == ["True", "3.5", "12345678901234567890", "nil"]
+    assert dec.diagnostics == []
+
+
+def test_hello_auth_password_is_not_kept() -> None:
+    ops, _ = m.feed(decoder, [(0, cmd("HELLO", "3", "AUTH", "u", SECRET)), (1, b"%0\r\n")])
+    assert ops[0].parameters == ["3", "AUTH", "u"] and SECRET not in str(ops[0].statement)
+
+
+def test_unanswered_command_is_incomplete() -> None:
+    ops, _ = m.feed(decoder, [(0, cmd("BLPOP", "q", "0"))])
+    assert [(o.command, o.response_complete) for o in ops] == [("BLPOP", False)]
+    assert [d.code for d in ops[0].diagnostics] == ["resp.unanswered"]
+
+
+def test_a_gap_ends_the_direction_with_a_diagnostic() -> None:
+    dec = decoder()
+    dec.feed(0, cmd("GET", "a") + cmd("GET", "b"), 1.0)
+    assert dec.gap(1, 10, 2.0) == []
+    assert dec.feed(1, bulk(b"x"), 3.0) == []
+    ops = dec.close()
+    assert [o.response_complete for o in ops] == [False, False]
+    assert [d.code for d in dec.diagnostics] == ["resp.gap"]
+
+
+def test_large_bulk_value_waits_for_its_length() -> None:
+    dec = decoder()
+    dec.feed(0, cmd("GET", "big"), 1.0)
+    reply = bulk(b"x" * 100_000)
+    out = []
+    for i in range(0, len(reply), 1000):
+        out += dec.feed(1, reply[i : i + 1000], 2.0)
+    assert [(o.command, o.result) for o in out] == [("GET", "bulk 100000 bytes")]
+
+
+def test_not_resp_is_a_diagnostic() -> None:
+    ops, dec = m.feed(decoder, [(0, cmd("GET", "a")), (1, b"$abc\r\n")])
+    assert [d.code for d in dec.diagnostics] == ["resp.framing"]
+    assert [o.response_complete for o in ops] == [False]
+
+
+def test_a_command_with_a_null_argument_is_not_a_command() -> None:
+    """Fuzz finding: a null bulk string ($-1) inside a command array raised AttributeError."""
+    ops, dec = m.feed(
+        decoder, [(0, b"*2\r\n$3\r\nGET\r\n$-1\r\n" + cmd("PING")), (1, b"+PONG\r\n")]
+    )
+    assert [(o.command, o.result) for o in ops] == [("PING", "PONG")]
+    assert [d.code for d in dec.diagnostics] == ["resp.not_a_command"]
+
+
+def test_sniffing() -> None:
+    assert looks_like_resp(cmd("PING"))
+    assert not looks_like_resp(b"GET / HTTP/1.1\r\n")
+    proto = sniff_wire(b"PING\r\n", b"", 6379)
+    assert proto is not None and proto.name == "redis"
+    assert sniff_wire(b"PING\r\n", b"", 8080) is None  # a plain line needs the port
+    assert sniff_wire(b"GET / HTTP/1.1\r\n", b"", 6379) is None
