@@ -543,3 +543,25 @@ def test_failure_lines_on_stderr_are_redacted(
     assert "[REDACTED sk-proj-" in captured.err
     assert main(["exchanges", "--no-redact", str(bad)]) == 1
     assert key in capsys.readouterr().err
+
+
+WEBRTC = CORPUS / "pydantic__pydantic-ai/tests/realtime/cassettes/test_webrtc"
+
+
+@pytest.mark.parametrize("name", ["test_answer_webrtc_offer", "test_agent_answer_webrtc_offer"])
+def test_a_realtime_webrtc_call_says_its_events_cannot_be_decrypted(
+    name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The SDP exchange of ``POST /v1/realtime/calls`` is named, and said to be all a capture
+    can hold of the call: its events ride a DTLS/SCTP data channel."""
+    cassette = str(WEBRTC / f"{name}.yaml")
+    assert main(["calls", cassette, "--format", "json", "--no-progress"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["calls"] == []
+    (entry,) = report["not_parsed"]
+    assert (entry["api"], entry["name"]) == ("openai.realtime", "OpenAI Realtime WebRTC call")
+    assert main(["analyze", cassette, "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    line = next(x for x in out.splitlines() if "WebRTC call" in x)
+    assert "data channel (DTLS, SCTP) that the capture cannot decrypt" in line
+    assert "not parsed yet" not in line

@@ -41,10 +41,15 @@ def test_our_frames_are_pcap2hars(pcap: str, golden: str) -> None:
     har = json.loads((P2H / "goldens" / golden).read_text())
     (entry,) = [e for e in har["log"]["entries"] if "_webSocketMessages" in e]
     want = entry["_webSocketMessages"]
-    # (the segmented capture also holds the close frames of an earlier session, without
-    # its handshake: an exchange of its own that pcap2har does not write)
-    items = run([str(P2H / "resources" / pcap)])
-    (ex,) = [it for it in items if isinstance(it, Exchange) and it.request is not None]
+    found = [it for it in run([str(P2H / "resources" / pcap)]) if isinstance(it, Exchange)]
+    (ex,) = [it for it in found if it.request is not None]
+    for other in (it for it in found if it.request is None):  # seen from its middle
+        # (the segmented capture holds the close of an earlier session: 1001 both ways)
+        assert other.messages is not None
+        assert [(r.message.kind, r.message.close_code) for r in other.messages] == [
+            ("close", 1001),
+            ("close", 1001),
+        ]
     got = _as_har(ex)
     assert [{**m, "time": round(float(m["time"]), 5)} for m in got] == [  # type: ignore[arg-type]
         {**m, "time": round(m["time"], 5)} for m in want

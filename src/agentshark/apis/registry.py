@@ -142,6 +142,13 @@ UNPARSED: tuple[UnparsedApi, ...] = (
 )
 
 
+# Families no capture can parse, by name: why, said instead of "not parsed yet".
+UNREADABLE: dict[str, str] = {
+    "OpenAI Realtime WebRTC call": "the SDP offer and answer of a Realtime call over WebRTC: "
+    "its events ride a WebRTC data channel (DTLS, SCTP) that the capture cannot decrypt",
+}
+
+
 def unparsed_api(exchange: Exchange) -> tuple[str, str] | None:
     """``(api, name)`` of the unparsed family ``exchange``'s request path belongs to, if any.
 

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from agentshark.apis.gemini.live import is_live
 from agentshark.apis.model import Call, Json
 from agentshark.apis.openai.realtime import is_realtime
-from agentshark.apis.registry import unparsed_api
+from agentshark.apis.registry import UNREADABLE, unparsed_api
 from agentshark.errors import Diagnostic
 from agentshark.model import Exchange
 from agentshark.pipeline import ConnectionReport, Item, SourceReport
@@ -104,10 +104,9 @@ class Census:
             ids = group["exchanges"]
             assert isinstance(ids, list)
             verb = "looks" if len(ids) == 1 else "look"
-            lines.append(
-                f"{plural(len(ids), 'exchange')} {verb} like {group['name']} (not parsed yet): "
-                + _ids(ids)
-            )
+            name = str(group["name"])
+            why = UNREADABLE.get(name, "not parsed yet")
+            lines.append(f"{plural(len(ids), 'exchange')} {verb} like {name} ({why}): " + _ids(ids))
         return lines
 
     def _session_ids(self) -> dict[str, list[str]]:

@@ -189,8 +189,10 @@ def ws_message_json(record: WsRecord, opts: RenderOptions) -> dict[str, Any]:
         elif m.opcode != CLOSE:
             out["base64"] = redact.text(base64.b64encode(payload).decode())
         out["payload_cut"] = cut or m.truncated
-    diags = diagnostics_json(record.diagnostics)
-    out["diagnostics"] = redact.json(diags) if diags else diags
+    if record.diagnostics:
+        out["diagnostics"] = redact.json(diagnostics_json(record.diagnostics))
+    else:
+        out["diagnostics"] = []  # most messages: no call, no walk
     return out
 
 
