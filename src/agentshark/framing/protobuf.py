@@ -22,7 +22,7 @@ import base64
 import struct
 from typing import Any
 
-__all__ = ["MAX_DEPTH", "decode_raw"]
+__all__ = ["MAX_DEPTH", "decode_raw", "wire_fields"]
 
 MAX_DEPTH = 16
 _WIRE = {0: "varint", 1: "i64", 2: "len", 5: "i32", 3: "group-start", 4: "group-end"}
@@ -70,6 +70,38 @@ def decode_raw(data: bytes, *, depth: int = 0) -> list[dict[str, Any]]:
             out.append(field)
     except _WireError as fault:
         out.append({"error": str(fault), "offset": fault.offset})
+    return out
+
+
+def wire_fields(data: bytes) -> list[tuple[int, int | bytes]] | None:
+    """The fields of one message as ``(number, value)``: a varint as its integer, a ``len``
+    field as its bytes (no guess), ``i64``/``i32`` as their raw bytes; None when ``data`` is
+    not a message (a fault anywhere, or a group). For readers that know the schema by heart
+    (gRPC reflection, ``google.rpc.Status``)."""
+    out: list[tuple[int, int | bytes]] = []
+    view = memoryview(data)
+    pos = 0
+    try:
+        while pos < len(view):
+            key, pos = _varint(view, pos)
+            number, wire = key >> 3, key & 7
+            if number == 0:
+                return None
+            if wire == 0:
+                value, pos = _varint(view, pos)
+                out.append((number, value))
+                continue
+            if wire == 2:
+                size, pos = _varint(view, pos)
+            elif wire in (1, 5):
+                size = 8 if wire == 1 else 4
+            else:
+                return None
+            _need(view, pos, size)
+            out.append((number, bytes(view[pos : pos + size])))
+            pos += size
+    except _WireError:
+        return None
     return out
 
 
