@@ -391,7 +391,8 @@ def run_client(case: Case) -> dict[str, Any]:
 
             rec.call("Converse", "bidi_streaming", turns, bidi)
     if case.reflection:
-        with grpc.insecure_channel(f"127.0.0.1:{case.port}") as second:
+        local = (("grpc.use_local_subchannel_pool", 1),)  # a connection of its own
+        with grpc.insecure_channel(f"127.0.0.1:{case.port}", options=local) as second:
             stub = pbg.ToolboxStub(second)
             chunks = [pb.UploadChunk(name="other-connection", data=b"\x00\x01\x02\xff")]
 

@@ -150,6 +150,8 @@ def load_schemas(paths: list[str], descriptors: list[str] | None = None) -> Prot
         p = Path(path)
         if not p.is_file():
             raise InputError(f"{option} {path}: no such file")
+        if option == "--proto-descriptors" and p.suffix == ".proto":
+            raise InputError(f"{option} {path}: a .proto file; give it to --proto")
         compile_it = option == "--proto" and p.suffix == ".proto"
         sets.append(_compile(p) if compile_it else p.read_bytes())
         names.append(path)
