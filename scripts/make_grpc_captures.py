@@ -420,7 +420,7 @@ TOOL: dict[str, Any] = {
     },
 }
 CALL_ID = "call_weather_grpc_1"
-ARGUMENT_PIECES = ('{"city": "Lis', 'bon", "day_', 'offset": 3}')
+ARGUMENT_PIECES = ('{"city": "Lis', 'bon", "day_', 'offset": 42}')
 
 
 def _chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
@@ -466,11 +466,15 @@ class ChatHandler(BaseHTTPRequestHandler):
         self.send_header("content-type", "text/event-stream")
         self.send_header("transfer-encoding", "chunked")
         self.end_headers()
-        for event in events:
-            self.wfile.write(f"{len(event):x}\r\n".encode() + event + b"\r\n")
+        *deltas, done = (f"{len(e):x}\r\n".encode() + e + b"\r\n" for e in events)
+        for chunk in deltas:
+            self.wfile.write(chunk)
             self.wfile.flush()
             time.sleep(0.005)
-        self.wfile.write(b"0\r\n\r\n")
+        # [DONE] and the body's end in one write, as API servers send them: the client acts
+        # on the stream's end, and so the tool's execution starts after the response ended
+        self.wfile.write(done + b"0\r\n\r\n")
+        self.wfile.flush()
 
 
 def run_tool_chat(case: Case) -> dict[str, Any]:
@@ -483,7 +487,7 @@ def run_tool_chat(case: Case) -> dict[str, Any]:
     httpd = ThreadingHTTPServer(("127.0.0.1", case.chat_port), ChatHandler)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     client: Any = openai.OpenAI(base_url=f"http://127.0.0.1:{case.chat_port}/v1", api_key=FAKE_KEY)
-    messages: list[dict[str, Any]] = [{"role": "user", "content": "Weather in Lisbon in 3 days?"}]
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Weather in Lisbon in 42 days?"}]
     rec = Recorder()
     chats: list[dict[str, Any]] = []
     try:
