@@ -20,6 +20,7 @@ from agentshark.framing.events import GrpcMessage
 from agentshark.framing.proto_schema import ProtoSchemas
 from agentshark.framing.protobuf import decode_raw, wire_fields
 from agentshark.model import Exchange, header
+from agentshark.output.redact import Redactor
 
 __all__ = ["STATUS_NAMES", "GrpcNamer", "grpc_json", "grpc_message_json", "grpc_namer"]
 
@@ -136,7 +137,12 @@ def grpc_namer(ex: Exchange, schemas: ProtoSchemas | None, *, request: bool) -> 
     return named
 
 
-def grpc_message_json(ev: GrpcMessage, named: GrpcNamer | None = None) -> dict[str, Any]:
+def grpc_message_json(
+    ev: GrpcMessage, named: GrpcNamer | None = None, redactor: Redactor | None = None
+) -> dict[str, Any]:
+    """One message as a stream event; with ``redactor``, already redacted (the exchange's
+    walk skips gRPC events: a raw reading is many small dicts whose keys are ours, so only
+    its strings are redacted, at a fraction of a generic walk's cost)."""
     out: dict[str, Any] = {
         "ts": ev.ts,
         "offset": ev.offset,
@@ -158,4 +164,54 @@ def grpc_message_json(ev: GrpcMessage, named: GrpcNamer | None = None) -> dict[s
         if "message" not in out:  # no schema, or it did not parse: the wire as it is
             out["fields"] = decode_raw(ev.payload) if whole else None
         out["base64"] = base64.b64encode(ev.payload).decode()
+    if redactor is not None and redactor.enabled:
+        _redact(out, redactor)
+    return out
+
+
+def _redact(out: dict[str, Any], redactor: Redactor) -> None:
+    """Redact one message's event in place. The payload's base64 goes with its reading: when
+    a credential was found in a string of the message (raw or named), the base64 is dropped
+    (``base64: null``, ``redacted: true``), since base64 text hides the credential from any
+    shape search; when the whole reading held none, the base64 is kept as it is."""
+    found = False
+    if out.get("fields"):
+        fields = out["fields"]
+        out["fields"] = _redact_fields(fields, redactor.text)
+        found = out["fields"] is not fields
+    if "message" in out:  # named JSON: any key, so the generic walk
+        named = out["message"]
+        out["message"] = redactor.json(named)
+        found = out["message"] != named
+    if "trailers" in out:
+        out["trailers"] = redactor.json(out["trailers"])
+    if "schema_error" in out:
+        out["schema_error"] = redactor.text(out["schema_error"])
+    if "base64" in out:
+        if found:
+            out["base64"], out["redacted"] = None, True
+        elif out.get("fields", True) is None:  # no reading vouches for it: the text rules
+            out["base64"] = redactor.text(out["base64"])
+
+
+def _redact_fields(fields: list[dict[str, Any]], text: Callable[[str], str]) -> list[Any]:
+    """A raw reading (:func:`decode_raw`) with its string values and errors redacted; the
+    same list when nothing changed."""
+    out: list[Any] = fields
+    for i, field in enumerate(fields):
+        value: Any = field.get("value")
+        new: Any = value
+        if isinstance(value, str):
+            new = text(value)
+        elif isinstance(value, list):
+            new = _redact_fields(value, text)
+        elif "error" in field:
+            new = text(field["error"])
+            if new != field["error"]:
+                out = list(out) if out is fields else out
+                out[i] = {**field, "error": new}
+            continue
+        if new is not value and new != value:
+            out = list(out) if out is fields else out
+            out[i] = {**field, "value": new}
     return out
