@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import re
 import subprocess
 import sys
 import tempfile
@@ -30,6 +31,7 @@ from agentshark.errors import InputError
 __all__ = ["ProtoSchemas", "empty_schemas", "load_schemas"]
 
 _EXTRA = "pip install 'agentshark[grpc]'"
+_WELL_KNOWN = re.compile(r"google/protobuf/[a-z_]+\.proto")  # the protobuf package ships them
 
 
 class ProtoSchemas:
@@ -78,6 +80,11 @@ class ProtoSchemas:
             except Exception as exc:  # noqa: BLE001 - DecodeError
                 problems.append(f"a reflected file descriptor does not parse ({exc})")
                 continue
+            if not isinstance(file.name, str) or not all(
+                isinstance(d, str) for d in file.dependency
+            ):  # invalid UTF-8 in a proto2 string field comes back as bytes
+                problems.append("a reflected file descriptor has a name that is not UTF-8")
+                continue
             if file.name and file.name not in self._files:
                 self._waiting[file.name] = file
         progress = True
@@ -86,7 +93,7 @@ class ProtoSchemas:
             for name, file in list(self._waiting.items()):
                 missing = [d for d in file.dependency if d not in self._files]
                 for dep in missing:
-                    if dep.startswith("google/protobuf/"):
+                    if _WELL_KNOWN.fullmatch(dep):
                         problems += self._add_well_known(dep, descriptor_pool.Default())
                 if any(d not in self._files for d in file.dependency):
                     continue
@@ -104,7 +111,7 @@ class ProtoSchemas:
 
         module = "google.protobuf." + name.removeprefix("google/protobuf/").removesuffix(".proto")
         try:
-            importlib.import_module(module.replace("/", ".") + "_pb2")  # fills the default pool
+            importlib.import_module(module + "_pb2")  # fills the default pool
             proto = descriptor_pb2.FileDescriptorProto()
             default.FindFileByName(name).CopyToProto(proto)
             self._pool.Add(proto)
