@@ -21,7 +21,8 @@ def proto(name: str, package: str, deps: list[str], message: str, field_type: st
     )
     service = file.service.add(name="Svc")
     service.method.add(name="Get", input_type=f".{package}.{message}", output_type=field_type)
-    return file.SerializeToString()
+    data: bytes = file.SerializeToString()
+    return data
 
 
 def test_a_file_waits_for_its_imports() -> None:
