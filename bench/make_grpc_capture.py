@@ -2,6 +2,7 @@
 
     python bench/make_grpc_capture.py --mb 50     # bench/out/bench_grpc_50mb.pcap
                                                   # and bench/out/bench_h2c_50mb.pcap
+                                                  # (+ .truth.json: connections, calls)
 
 Synthetic on purpose (the per-byte cost of the gRPC path against the HTTP/2 path it rides
 on; real grpcio captures are scripts/make_grpc_captures.py's): h2c connections on 127.0.0.1
@@ -202,6 +203,8 @@ def main() -> int:
         path = args.out / f"bench_{name}_{int(args.mb)}mb.pcap"
         connections, calls = write(path, args.mb, grpc)
         size = path.stat().st_size
+        truth = {"connections": connections, "calls": calls, "bytes": size}
+        path.with_suffix(".truth.json").write_text(json.dumps(truth) + "\n")
         print(f"{path}: {size:,} bytes, {connections} connections, {calls} calls", file=sys.stderr)
     return 0
 
