@@ -154,10 +154,13 @@ def _known_api(name: str) -> bool:
 
 
 def _proto(args: argparse.Namespace) -> ProtoSchemas | None:
-    """The --proto schemas, loaded once (a file that is not a schema is a usage error)."""
+    """The --proto and --proto-descriptors schemas, loaded once (a file that is not a schema
+    is a usage error)."""
     if not hasattr(args, "_schemas"):
         try:
-            args._schemas = load_schemas(getattr(args, "proto", []))
+            args._schemas = load_schemas(
+                getattr(args, "proto", []), getattr(args, "proto_descriptors", [])
+            )
         except InputError as exc:
             raise UsageError(str(exc)) from None
     schemas: ProtoSchemas | None = args._schemas

@@ -82,6 +82,14 @@ def _add_input_options(cmd: argparse.ArgumentParser) -> None:
         "(protoc -o, buf build); repeatable",
     )
     cmd.add_argument(
+        "--proto-descriptors",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a FileDescriptorSet for gRPC messages (protoc -o FILE --include_imports, "
+        "buf build -o FILE); repeatable. gRPC server reflection in the input is read too",
+    )
+    cmd.add_argument(
         "-o",
         "--output",
         metavar="FILE",

@@ -306,7 +306,7 @@ def _wire(add: Any) -> None:
 def _sessions(add: Any) -> None:
     """WebSocket sessions (the bytes after the 101 of each direction, from the captures'
     messages framed again, plain and deflated) and gRPC bodies with their protobuf
-    messages."""
+    messages, and the reflection capture's responses."""
     import zlib
 
     from agentshark.output.report import RenderOptions, exchange_json
@@ -347,6 +347,20 @@ def _sessions(add: Any) -> None:
             for ev in side_json.get("events", []):
                 if ev.get("type") == "grpc" and ev.get("base64"):
                     add("protobuf", [base64.b64decode(ev["base64"])])
+    _reflection(add)
+
+
+def _reflection(add: Any) -> None:
+    """The ServerReflectionResponse messages of the grpcio reflection capture."""
+    from agentshark.framing import decode_stream
+    from agentshark.framing.events import GrpcMessage
+    from agentshark.output.grpc_reflection import is_reflection
+
+    for ex, _ in exchanges_and_calls([OWN / "grpc_sdk_reflection" / "capture.pcap"]):
+        if is_reflection(ex) and ex.response is not None:
+            for ev in decode_stream(ex.response.body.pieces, "grpc"):
+                if isinstance(ev, GrpcMessage) and ev.payload:
+                    add("grpc_reflection", [ev.payload[:CUT]])
 
 
 def _captures(add: Any) -> None:

@@ -489,6 +489,21 @@ def t_protobuf(parts: Parts) -> list[Any]:
     return fields
 
 
+def t_grpc_reflection(parts: Parts) -> list[Any]:
+    """A ServerReflectionResponse: its file descriptors, added to an empty schema pool (bad
+    ones are sentences, never an exception)."""
+    from agentshark.framing.proto_schema import ProtoSchemas
+    from agentshark.output.grpc_reflection import reflected_files
+
+    files = reflected_files(parts[0])
+    problems = ProtoSchemas([], []).add_files(files)
+    if not all(isinstance(f, bytes) for f in files) or not all(
+        isinstance(p, str) for p in problems
+    ):
+        raise ViolationError(f"reflection reader yielded {files!r:.100} {problems!r:.100}")
+    return [*files, *problems]
+
+
 def t_content(parts: Parts) -> list[Any]:
     """A body (part 1) under the Content-Encoding named by part 0, in random pieces."""
     coding = parts[0].decode("latin-1")
@@ -818,6 +833,12 @@ TARGETS: dict[str, Target] = {
         Target(name="sse", run=_framing("sse"), parts=1, tokens=SSE_TOKENS, doc="framing.sse"),
         Target(name="grpc", run=_framing("grpc"), parts=1, doc="framing.grpc (length-prefixed)"),
         Target(name="protobuf", run=t_protobuf, parts=1, doc="framing.protobuf.decode_raw"),
+        Target(
+            name="grpc_reflection",
+            run=t_grpc_reflection,
+            parts=1,
+            doc="output.grpc_reflection + proto_schema.add_files",
+        ),
         Target(
             name="websocket",
             run=t_websocket,

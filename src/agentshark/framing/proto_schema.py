@@ -2,7 +2,10 @@
 
 ``--proto FILE`` takes a ``FileDescriptorSet`` (what ``protoc -o FILE --include_imports`` and
 ``buf build -o FILE`` write) or a ``.proto`` file, compiled here with ``grpcio-tools``'s
-protoc (its folder is the import path). A gRPC method path ``/package.Service/Method`` names
+protoc (its folder is the import path); ``--proto-descriptors FILE`` takes only a
+``FileDescriptorSet`` (never compiled). The files gRPC server reflection sends in the input
+itself are added as they are seen (:meth:`ProtoSchemas.add_files`, fed by
+:mod:`agentshark.output.grpc_reflection`). A gRPC method path ``/package.Service/Method`` names
 the request and response message types; each message is parsed with the ``protobuf``
 library and written as ``json_format`` writes it (the proto3 JSON mapping: lowerCamelCase
 names, int64 as strings, enums by name). A message the schema cannot parse keeps its
@@ -14,7 +17,9 @@ The ``protobuf`` and ``grpcio-tools`` packages are optional (``pip install
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
+import re
 import subprocess
 import sys
 import tempfile
@@ -23,9 +28,10 @@ from typing import Any
 
 from agentshark.errors import InputError
 
-__all__ = ["ProtoSchemas", "load_schemas"]
+__all__ = ["ProtoSchemas", "empty_schemas", "load_schemas"]
 
 _EXTRA = "pip install 'agentshark[grpc]'"
+_WELL_KNOWN = re.compile(r"google/protobuf/[a-z_]+\.proto")  # the protobuf package ships them
 
 
 class ProtoSchemas:
@@ -37,6 +43,8 @@ class ProtoSchemas:
         except ImportError:
             raise InputError(f"--proto needs the protobuf package: {_EXTRA}") from None
         self._pool = descriptor_pool.DescriptorPool()
+        self._files: set[str] = set()  # the names of the files in the pool
+        self._waiting: dict[str, Any] = {}  # reflected files whose imports are not known yet
         for data, name in zip(descriptor_sets, names, strict=True):
             fds = descriptor_pb2.FileDescriptorSet()
             try:
@@ -48,7 +56,69 @@ class ProtoSchemas:
                     self._pool.Add(file)
                 except Exception as exc:  # noqa: BLE001 - a conflicting or broken file
                     raise InputError(f"{name}: {file.name} cannot be loaded ({exc})") from None
+                self._files.add(file.name)
         self.sources = names
+
+    @property
+    def file_count(self) -> int:
+        """How many files the pool holds (it grows as reflection brings files)."""
+        return len(self._files)
+
+    def add_files(self, protos: list[bytes]) -> list[str]:
+        """Add serialized ``FileDescriptorProto`` s (as gRPC reflection sends them), each
+        after the files it imports: a file whose imports are not known yet waits for a later
+        call to bring them (well-known ``google/protobuf/*`` imports come from the protobuf
+        package). A file already known by name is skipped. Returns what could not be added,
+        as sentences."""
+        from google.protobuf import descriptor_pb2, descriptor_pool
+
+        problems: list[str] = []
+        for data in protos:
+            file = descriptor_pb2.FileDescriptorProto()
+            try:
+                file.ParseFromString(data)
+            except Exception as exc:  # noqa: BLE001 - DecodeError
+                problems.append(f"a reflected file descriptor does not parse ({exc})")
+                continue
+            if not isinstance(file.name, str) or not all(
+                isinstance(d, str) for d in file.dependency
+            ):  # invalid UTF-8 in a proto2 string field comes back as bytes
+                problems.append("a reflected file descriptor has a name that is not UTF-8")
+                continue
+            if file.name and file.name not in self._files:
+                self._waiting[file.name] = file
+        progress = True
+        while progress and self._waiting:
+            progress = False
+            for name, file in list(self._waiting.items()):
+                missing = [d for d in file.dependency if d not in self._files]
+                for dep in missing:
+                    if _WELL_KNOWN.fullmatch(dep):
+                        problems += self._add_well_known(dep, descriptor_pool.Default())
+                if any(d not in self._files for d in file.dependency):
+                    continue
+                del self._waiting[name]
+                progress = True
+                try:
+                    self._pool.Add(file)
+                    self._files.add(name)
+                except Exception as exc:  # noqa: BLE001 - a conflicting or broken file
+                    problems.append(f"the reflected file {name} cannot be loaded ({exc})")
+        return problems
+
+    def _add_well_known(self, name: str, default: Any) -> list[str]:
+        from google.protobuf import descriptor_pb2
+
+        module = "google.protobuf." + name.removeprefix("google/protobuf/").removesuffix(".proto")
+        try:
+            importlib.import_module(module + "_pb2")  # fills the default pool
+            proto = descriptor_pb2.FileDescriptorProto()
+            default.FindFileByName(name).CopyToProto(proto)
+            self._pool.Add(proto)
+        except Exception as exc:  # noqa: BLE001 - not a file this protobuf ships
+            return [f"the import {name} is not known ({exc})"]
+        self._files.add(name)
+        return []
 
     def method(self, path: str) -> tuple[str, str] | None:
         """(request type, response type) of ``/package.Service/Method``, or None."""
@@ -74,18 +144,33 @@ class ProtoSchemas:
             return None, f"{type_name} does not parse this message ({exc})"
 
 
-def load_schemas(paths: list[str]) -> ProtoSchemas | None:
-    """The schemas in ``paths`` (descriptor sets or ``.proto`` files); None for none."""
-    if not paths:
+def load_schemas(paths: list[str], descriptors: list[str] | None = None) -> ProtoSchemas | None:
+    """The schemas in ``paths`` (descriptor sets or ``.proto`` files) and ``descriptors``
+    (descriptor sets only); None for none."""
+    given = [(p, "--proto") for p in paths] + [
+        (p, "--proto-descriptors") for p in descriptors or []
+    ]
+    if not given:
         return None
     sets, names = [], []
-    for path in paths:
+    for path, option in given:
         p = Path(path)
         if not p.is_file():
-            raise InputError(f"--proto {path}: no such file")
-        sets.append(_compile(p) if p.suffix == ".proto" else p.read_bytes())
+            raise InputError(f"{option} {path}: no such file")
+        if option == "--proto-descriptors" and p.suffix == ".proto":
+            raise InputError(f"{option} {path}: a .proto file; give it to --proto")
+        compile_it = option == "--proto" and p.suffix == ".proto"
+        sets.append(_compile(p) if compile_it else p.read_bytes())
         names.append(path)
     return ProtoSchemas(sets, names)
+
+
+def empty_schemas() -> ProtoSchemas | None:
+    """A schema collection with no file yet, for what gRPC reflection in the input brings;
+    None when the protobuf package is not installed."""
+    if importlib.util.find_spec("google.protobuf") is None:
+        return None
+    return ProtoSchemas([], [])
 
 
 def _compile(path: Path) -> bytes:

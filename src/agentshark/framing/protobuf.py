@@ -22,7 +22,7 @@ import base64
 import struct
 from typing import Any
 
-__all__ = ["MAX_DEPTH", "decode_raw"]
+__all__ = ["MAX_DEPTH", "decode_raw", "wire_fields"]
 
 MAX_DEPTH = 16
 _WIRE = {0: "varint", 1: "i64", 2: "len", 5: "i32", 3: "group-start", 4: "group-end"}
@@ -30,6 +30,7 @@ _D = struct.Struct("<d")
 _F = struct.Struct("<f")
 _Q = struct.Struct("<Q")
 _I = struct.Struct("<I")
+_BREAKS = {ord("\n"): None, ord("\r"): None, ord("\t"): None}  # printable as text
 
 
 class _WireError(Exception):
@@ -41,35 +42,78 @@ class _WireError(Exception):
 def decode_raw(data: bytes, *, depth: int = 0) -> list[dict[str, Any]]:
     """The fields of one message (see the module docstring)."""
     out: list[dict[str, Any]] = []
+    end = len(data)
+    pos = 0
+    try:
+        while pos < end:
+            key = data[pos]
+            if key < 0x80:  # one-byte keys and lengths are the common case: no call
+                pos += 1
+            else:
+                key, pos = _varint(data, pos)
+            number, wire = key >> 3, key & 7
+            if number == 0 or wire not in _WIRE:
+                raise _WireError(f"field {number} with wire type {wire} is not a field", pos)
+            if wire == 0:
+                value, pos = _varint(data, pos)
+                out.append({"field": number, "wire": "varint", "value": value})
+            elif wire == 2:
+                if pos < end and data[pos] < 0x80:
+                    size = data[pos]
+                    pos += 1
+                else:
+                    size, pos = _varint(data, pos)
+                _need(data, pos, size)
+                field: dict[str, Any] = {"field": number, "wire": "len"}
+                field.update(_guess(data[pos : pos + size], depth))
+                out.append(field)
+                pos += size
+            elif wire == 1:
+                _need(data, pos, 8)
+                value, double = _Q.unpack_from(data, pos)[0], _D.unpack_from(data, pos)[0]
+                out.append({"field": number, "wire": "i64", "value": value, "double": double})
+                pos += 8
+            elif wire == 5:
+                _need(data, pos, 4)
+                value, single = _I.unpack_from(data, pos)[0], _F.unpack_from(data, pos)[0]
+                out.append({"field": number, "wire": "i32", "value": value, "float": single})
+                pos += 4
+            else:  # groups: reported, their contents not followed
+                out.append({"field": number, "wire": _WIRE[wire]})
+    except _WireError as fault:
+        out.append({"error": str(fault), "offset": fault.offset})
+    return out
+
+
+def wire_fields(data: bytes) -> list[tuple[int, int | bytes]] | None:
+    """The fields of one message as ``(number, value)``: a varint as its integer, a ``len``
+    field as its bytes (no guess), ``i64``/``i32`` as their raw bytes; None when ``data`` is
+    not a message (a fault anywhere, or a group). For readers that know the schema by heart
+    (gRPC reflection, ``google.rpc.Status``)."""
+    out: list[tuple[int, int | bytes]] = []
     view = memoryview(data)
     pos = 0
     try:
         while pos < len(view):
             key, pos = _varint(view, pos)
             number, wire = key >> 3, key & 7
-            if number == 0 or wire not in _WIRE:
-                raise _WireError(f"field {number} with wire type {wire} is not a field", pos)
-            field: dict[str, Any] = {"field": number, "wire": _WIRE[wire]}
+            if number == 0:
+                return None
             if wire == 0:
-                field["value"], pos = _varint(view, pos)
-            elif wire == 1:
-                _need(view, pos, 8)
-                field["value"] = _Q.unpack_from(view, pos)[0]
-                field["double"] = _D.unpack_from(view, pos)[0]
-                pos += 8
-            elif wire == 5:
-                _need(view, pos, 4)
-                field["value"] = _I.unpack_from(view, pos)[0]
-                field["float"] = _F.unpack_from(view, pos)[0]
-                pos += 4
-            elif wire == 2:
+                value, pos = _varint(view, pos)
+                out.append((number, value))
+                continue
+            if wire == 2:
                 size, pos = _varint(view, pos)
-                _need(view, pos, size)
-                field.update(_guess(bytes(view[pos : pos + size]), depth))
-                pos += size
-            out.append(field)
-    except _WireError as fault:
-        out.append({"error": str(fault), "offset": fault.offset})
+            elif wire in (1, 5):
+                size = 8 if wire == 1 else 4
+            else:
+                return None
+            _need(view, pos, size)
+            out.append((number, bytes(view[pos : pos + size])))
+            pos += size
+    except _WireError:
+        return None
     return out
 
 
@@ -79,28 +123,29 @@ def is_message(data: bytes) -> bool:
 
 
 def _guess(data: bytes, depth: int) -> dict[str, Any]:
-    if data and depth < MAX_DEPTH and not _printable(data):
+    text = _text(data)
+    if text is None and data and depth < MAX_DEPTH:
         nested = decode_raw(data, depth=depth + 1)
-        if not any("error" in f for f in nested):
+        if "error" not in nested[-1]:  # a fault is always the last item
             return {"as": "message", "value": nested}
-    if _printable(data):
-        return {"as": "string", "value": data.decode()}
-    if data and depth < MAX_DEPTH:
-        nested = decode_raw(data, depth=depth + 1)
-        if not any("error" in f for f in nested):
-            return {"as": "message", "value": nested}
+    if text is not None:
+        return {"as": "string", "value": text}
     return {"as": "bytes", "value": base64.b64encode(data).decode()}
 
 
-def _printable(data: bytes) -> bool:
+def _text(data: bytes) -> str | None:
+    """``data`` as text when it is UTF-8 made of printable characters (tabs and line
+    breaks too), else None."""
     try:
         text = data.decode()
     except UnicodeDecodeError:
-        return False
-    return text.isprintable() or all(c.isprintable() or c in "\n\r\t" for c in text)
+        return None
+    if text.isprintable():
+        return text
+    return text if text.translate(_BREAKS).isprintable() else None
 
 
-def _varint(view: memoryview, pos: int) -> tuple[int, int]:
+def _varint(view: bytes | memoryview, pos: int) -> tuple[int, int]:
     value = shift = 0
     start = pos
     while True:
@@ -116,6 +161,6 @@ def _varint(view: memoryview, pos: int) -> tuple[int, int]:
             raise _WireError("a varint longer than 10 bytes", start)
 
 
-def _need(view: memoryview, pos: int, size: int) -> None:
+def _need(view: bytes | memoryview, pos: int, size: int) -> None:
     if pos + size > len(view):
         raise _WireError(f"a field of {size} bytes runs past the end of the message", pos)

@@ -18,8 +18,9 @@ from urllib.parse import unquote
 from agentshark.framing import media_type
 from agentshark.framing.events import GrpcMessage
 from agentshark.framing.proto_schema import ProtoSchemas
-from agentshark.framing.protobuf import decode_raw
+from agentshark.framing.protobuf import decode_raw, wire_fields
 from agentshark.model import Exchange, header
+from agentshark.output.redact import Redactor
 
 __all__ = ["STATUS_NAMES", "GrpcNamer", "grpc_json", "grpc_message_json", "grpc_namer"]
 
@@ -86,14 +87,32 @@ def grpc_json(ex: Exchange) -> dict[str, Any] | None:
 def _status_details(value: str | None) -> list[dict[str, Any]] | None:
     """``grpc-status-details-bin``: a ``google.rpc.Status`` (code 1, message 2, details 3 as
     ``Any``), base64 without padding as binary metadata is sent; its fields as read without
-    a schema."""
+    a schema. A value that starts with a NUL byte is gRPC's true binary metadata (raw bytes,
+    https://github.com/grpc/proposal/blob/master/G1-true-binary-metadata.md; grpc-core
+    sends it when both peers set HTTP/2 setting 0xFE03)."""
     if not value:
         return None
+    if value.startswith("\x00"):
+        return decode_raw(_true_binary(value[1:]))
     try:
         data = base64.b64decode(value + "=" * (-len(value) % 4), validate=False)
     except ValueError:
         return [{"error": "not base64", "offset": 0}]
     return decode_raw(data)
+
+
+def _true_binary(text: str) -> bytes:
+    """The bytes of a true binary header value. Header values arrive as text (UTF-8 when
+    the bytes are UTF-8, else Latin-1), which a value of 0x80-0xFF characters leaves
+    ambiguous: the reading that parses as a protobuf message to its end is taken."""
+    utf8 = text.encode("utf-8")
+    try:
+        latin = text.encode("latin-1")
+    except UnicodeEncodeError:
+        return utf8
+    if latin == utf8 or wire_fields(utf8) is not None:
+        return utf8
+    return latin
 
 
 def grpc_namer(ex: Exchange, schemas: ProtoSchemas | None, *, request: bool) -> GrpcNamer | None:
@@ -118,7 +137,12 @@ def grpc_namer(ex: Exchange, schemas: ProtoSchemas | None, *, request: bool) -> 
     return named
 
 
-def grpc_message_json(ev: GrpcMessage, named: GrpcNamer | None = None) -> dict[str, Any]:
+def grpc_message_json(
+    ev: GrpcMessage, named: GrpcNamer | None = None, redactor: Redactor | None = None
+) -> dict[str, Any]:
+    """One message as a stream event; with ``redactor``, already redacted (the exchange's
+    walk skips gRPC events: a raw reading is many small dicts whose keys are ours, so only
+    its strings are redacted, at a fraction of a generic walk's cost)."""
     out: dict[str, Any] = {
         "ts": ev.ts,
         "offset": ev.offset,
@@ -140,4 +164,54 @@ def grpc_message_json(ev: GrpcMessage, named: GrpcNamer | None = None) -> dict[s
         if "message" not in out:  # no schema, or it did not parse: the wire as it is
             out["fields"] = decode_raw(ev.payload) if whole else None
         out["base64"] = base64.b64encode(ev.payload).decode()
+    if redactor is not None and redactor.enabled:
+        _redact(out, redactor)
+    return out
+
+
+def _redact(out: dict[str, Any], redactor: Redactor) -> None:
+    """Redact one message's event in place. The payload's base64 goes with its reading: when
+    a credential was found in a string of the message (raw or named), the base64 is dropped
+    (``base64: null``, ``redacted: true``), since base64 text hides the credential from any
+    shape search; when the whole reading held none, the base64 is kept as it is."""
+    found = False
+    if out.get("fields"):
+        fields = out["fields"]
+        out["fields"] = _redact_fields(fields, redactor.text)
+        found = out["fields"] is not fields
+    if "message" in out:  # named JSON: any key, so the generic walk
+        named = out["message"]
+        out["message"] = redactor.json(named)
+        found = out["message"] != named
+    if "trailers" in out:
+        out["trailers"] = redactor.json(out["trailers"])
+    if "schema_error" in out:
+        out["schema_error"] = redactor.text(out["schema_error"])
+    if "base64" in out:
+        if found:
+            out["base64"], out["redacted"] = None, True
+        elif out.get("fields", True) is None:  # no reading vouches for it: the text rules
+            out["base64"] = redactor.text(out["base64"])
+
+
+def _redact_fields(fields: list[dict[str, Any]], text: Callable[[str], str]) -> list[Any]:
+    """A raw reading (:func:`decode_raw`) with its string values and errors redacted; the
+    same list when nothing changed."""
+    out: list[Any] = fields
+    for i, field in enumerate(fields):
+        value: Any = field.get("value")
+        new: Any = value
+        if isinstance(value, str):
+            new = text(value)
+        elif isinstance(value, list):
+            new = _redact_fields(value, text)
+        elif "error" in field:
+            new = text(field["error"])
+            if new != field["error"]:
+                out = list(out) if out is fields else out
+                out[i] = {**field, "error": new}
+            continue
+        if new is not value and new != value:
+            out = list(out) if out is fields else out
+            out[i] = {**field, "value": new}
     return out

@@ -120,7 +120,14 @@ def exchange_json(ex: Exchange, opts: RenderOptions) -> dict[str, Any]:
         out["grpc"] = rpc
     if ex.operation is not None:
         out["operation"] = operation_json(ex.operation, opts)
+    ready = {}  # gRPC messages come redacted already (grpc_message_json)
+    for side in ("request", "response"):
+        part = out[side]
+        if part is not None and part["framing"] == "grpc" and "events" in part:
+            ready[side] = part.pop("events")
     redacted: dict[str, Any] = opts.redactor.json(out)
+    for side, events in ready.items():
+        redacted[side]["events"] = events
     if ex.messages is not None:  # each message redacts what can hold text (its payload)
         redacted["messages"] = [ws_message_json(r, opts) for r in ex.messages]
     return redacted
@@ -239,7 +246,9 @@ def _request_json(
         out["body_pieces"] = [[ts if timed else None, len(p)] for ts, p in req.body.pieces]
         if view.framing == "grpc":  # a request body that is a stream of messages
             named = grpc_namer(ex, opts.proto, request=True)
-            out["events"] = stream_events_json(view, diags, timed=timed, named=named)
+            out["events"] = stream_events_json(
+                view, diags, timed=timed, named=named, redactor=opts.redactor
+            )
     return out
 
 
@@ -282,7 +291,8 @@ def _response_json(ex: Exchange, opts: RenderOptions, diags: list[Diagnostic]) -
         out["body_pieces"] = [[ts if timed else None, len(p)] for ts, p in resp.body.pieces]
         if view.framing is not None:
             named = grpc_namer(ex, opts.proto, request=False)
-            events = stream_events_json(view, diags, timed=timed, named=named)
+            redactor = opts.redactor if view.framing == "grpc" else None
+            events = stream_events_json(view, diags, timed=timed, named=named, redactor=redactor)
             out["events"] = opts.redactor.events(events)  # secrets split across events
     return out
 
@@ -298,8 +308,10 @@ def stream_events_json(
     *,
     timed: bool = True,
     named: GrpcNamer | None = None,
+    redactor: Redactor | None = None,
 ) -> list[dict[str, Any]]:
-    """The stream events of a body, as captured (the exchange's redaction covers them)."""
+    """The stream events of a body, as captured (the exchange's redaction covers them, but
+    for gRPC messages, redacted here by ``redactor``)."""
     assert view.framing is not None
     events: list[dict[str, Any]] = []
     for ev in decode_stream(view.decoded.pieces, view.framing, encoding=view.grpc_encoding):
@@ -348,7 +360,7 @@ def stream_events_json(
                 }
             )
         elif isinstance(ev, GrpcMessage):
-            events.append(grpc_message_json(ev, named))
+            events.append(grpc_message_json(ev, named, redactor))
     return events
 
 

@@ -6,7 +6,9 @@ before, this one keeps what it needs: a slim copy of each call (:func:`slim`: ev
 longer than :data:`KEPT_CHARS` becomes its first characters, its length and a digest, so
 equal strings stay equal; tool definitions keep their names), and the first
 :data:`BODY_KEPT` bytes of each unclaimed request body (to match tool executions against the
-arguments a model asked for). Exchanges themselves are not kept. The whole calls are in the
+arguments a model asked for; a gRPC request body is kept as the JSON of its messages read
+without a schema, :func:`grpc_request_json`, so argument values are found in it as text).
+Exchanges themselves are not kept. The whole calls are in the
 report's ``calls``; trace attributes (tool arguments, results) hold the slim values.
 """
 
@@ -31,6 +33,9 @@ from agentshark.apis.model import (
     ToolCallPart,
     ToolCallResponsePart,
 )
+from agentshark.framing import decode_stream
+from agentshark.framing.events import GrpcMessage
+from agentshark.framing.protobuf import decode_raw
 from agentshark.http.content import decode_body
 from agentshark.model import Exchange, header
 from agentshark.pipeline import Item
@@ -199,6 +204,24 @@ class Analysis:
         self.incidents = find_incidents(self.calls, self.traces, self.links)
 
 
+def grpc_request_json(pieces: list[tuple[float, bytes]], encoding: str | None) -> bytes:
+    """The messages of a gRPC request body (its first :data:`BODY_DECODED_LIMIT` bytes) as
+    JSON: each message's fields read without a schema (strings as text, numbers as numbers),
+    which is what argument matching needs of it."""
+    kept, size = [], 0
+    for ts, piece in pieces:
+        kept.append((ts, piece[: BODY_DECODED_LIMIT - size]))
+        size += len(kept[-1][1])
+        if size >= BODY_DECODED_LIMIT:
+            break
+    fields = [
+        decode_raw(ev.payload)
+        for ev in decode_stream(kept, "grpc", encoding=encoding)
+        if isinstance(ev, GrpcMessage) and ev.payload is not None and ev.complete
+    ]
+    return orjson.dumps(fields)
+
+
 def _request(x: Exchange) -> HttpRequest | None:
     req = x.request
     if req is None:
@@ -208,6 +231,9 @@ def _request(x: Exchange) -> HttpRequest | None:
     if coding is not None and req.body.size <= BODY_DECODED_LIMIT:
         # a compressed request body: decoded (bounded), so tool arguments can be found in it
         pieces = decode_body(req.body, coding, limit=BODY_DECODED_LIMIT).pieces
+    grpc = (header(req.headers, "content-type") or "").startswith("application/grpc")
+    if grpc:
+        pieces = [(0.0, grpc_request_json(pieces, header(req.headers, "grpc-encoding")))]
     body = bytearray()
     for _, piece in pieces:
         body += piece[: BODY_KEPT - len(body)]
