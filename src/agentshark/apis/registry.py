@@ -51,6 +51,7 @@ from agentshark.apis.openai import chat as openai_chat
 from agentshark.apis.openai import realtime
 from agentshark.apis.openai import responses as openai_responses
 from agentshark.apis.view import ExchangeView
+from agentshark.apis.xai import chat as xai_chat
 from agentshark.errors import Diagnostic
 from agentshark.framing.events import EventStreamMessage, GrpcMessage, JsonDocument, SseEvent
 from agentshark.http.content import DEFAULT_DECODE_LIMIT
@@ -82,6 +83,7 @@ FAMILIES: tuple[ApiFamily, ...] = (
     *bedrock_invoke.FAMILIES,
     *ollama.FAMILIES,
     *cohere.FAMILIES,
+    *xai_chat.FAMILIES,
 )
 
 
