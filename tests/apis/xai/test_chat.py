@@ -61,8 +61,12 @@ def _oracle(item: dict[str, Any]) -> tuple[Any, dict[int, int]]:
     return folded.proto, reasons
 
 
-def _texts(message: Message, kind: type) -> list[str]:
-    return [p.content for p in message.parts if isinstance(p, kind) and p.content]
+def _texts(message: Message, kind: type[TextPart] | type[ReasoningPart]) -> list[str]:
+    return [
+        p.content
+        for p in message.parts
+        if isinstance(p, TextPart | ReasoningPart) and isinstance(p, kind) and p.content
+    ]
 
 
 def _reason(value: int) -> str | None:
