@@ -12,6 +12,13 @@ The cases:
   message reply), SendStreamingMessage (task, status and artifact updates), a failing task,
   GetTask, SendMessage with ``return_immediately``, CancelTask (working; completed: an error),
   ListTasks, GetTask of an unknown task (an error).
+* ``xai_chat_grpc``: the ``xai_sdk`` client (``Client(api_host=..., use_insecure_channel=True)``,
+  its own channel and interceptors) against a ``grpcio`` server of ``xai_api.Chat`` built
+  from the SDK's generated servicer, gzip-compressing its responses, that plays responses
+  recorded in the shared corpus (pydantic-ai's xAI cassettes ``test_xai_request_tool_call``
+  and ``test_xai_stream_events_with_reasoning``): a GetCompletion that calls two client-side
+  tools, the tool results sent back and the answer, a GetCompletionChunk stream with
+  reasoning, and a GetCompletion the server refuses with RESOURCE_EXHAUSTED.
 * ``a2a_v1_grpc_jsonrpc``: the same agent and the same conversation over the JSON-RPC binding
   (``create_jsonrpc_routes`` on Starlette/uvicorn; the client over httpx), so that a test can
   hold the two bindings to the same A2A calls. Ids are made deterministic for that: the
@@ -57,6 +64,7 @@ REQUIREMENTS = (
     "uvicorn",
     "starlette",
     "sse-starlette",
+    "pyyaml",  # reads the corpus cassettes the xAI server plays
 )
 SOFTWARE = ("a2a-sdk", "xai-sdk", "grpcio", "grpcio-tools", "protobuf", "httpx", "uvicorn")
 STATUS_TIME = "2026-11-30T12:00:00+00:00"
@@ -77,6 +85,12 @@ CASES = (
         18812,
         "a2a_jsonrpc",
         "the a2a_v1_grpc conversation over the A2A 1.0 JSON-RPC binding",
+    ),
+    Case(
+        "xai_chat_grpc",
+        18813,
+        "xai_grpc",
+        "the xai_sdk client against a grpcio xai_api.Chat server playing corpus responses",
     ),
 )
 
@@ -509,9 +523,150 @@ async def run_a2a_jsonrpc(case: Case, capture: Any) -> dict[str, Any]:
     }
 
 
+# -- xAI ---------------------------------------------------------------------------------------
+
+XAI_CORPUS = genlib.REPO_ROOT.parent / "shared" / "corpus" / "pydantic__pydantic-ai"
+XAI_TOOL_CALL = XAI_CORPUS / "tests/models/cassettes/test_xai/test_xai_request_tool_call.xai.yaml"
+XAI_STREAM = (
+    XAI_CORPUS / "tests/models/cassettes/test_xai/test_xai_stream_events_with_reasoning.xai.yaml"
+)
+
+
+def xai_recorded() -> tuple[list[bytes], list[bytes]]:
+    """The corpus responses the server plays: two unary ones, then one stream's chunks."""
+    import yaml
+
+    calls = yaml.safe_load(XAI_TOOL_CALL.read_bytes())["interactions"]
+    stream = yaml.safe_load(XAI_STREAM.read_bytes())["interactions"][0]
+    return [c["response_sample"]["raw"] for c in calls], stream["response_stream"]["chunks_raw"]
+
+
+def xai_server(port: int, requests: list[dict[str, Any]]) -> Any:
+    """A grpcio ``xai_api.Chat`` server (gzip responses) playing :func:`xai_recorded`."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import grpc
+    from xai_sdk.proto.v6 import chat_pb2, chat_pb2_grpc
+
+    unary, chunks = xai_recorded()
+    queue = list(unary)
+
+    class Chat(chat_pb2_grpc.ChatServicer):  # type: ignore[misc]
+        def GetCompletion(self, request: Any, context: Any) -> Any:  # noqa: N802 - the proto's
+            requests.append({"method": "GetCompletion", "model": request.model})
+            if not queue:
+                context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, "rate limited (test server)")
+            return chat_pb2.GetChatCompletionResponse.FromString(queue.pop(0))
+
+        def GetCompletionChunk(self, request: Any, context: Any) -> Any:  # noqa: N802
+            requests.append({"method": "GetCompletionChunk", "model": request.model})
+            for raw in chunks:
+                time.sleep(0.01)
+                yield chat_pb2.GetChatCompletionChunk.FromString(raw)
+
+    server = grpc.server(ThreadPoolExecutor(max_workers=4), compression=grpc.Compression.Gzip)
+    chat_pb2_grpc.add_ChatServicer_to_server(Chat(), server)
+    server.add_insecure_port(f"127.0.0.1:{port}")
+    return server
+
+
+def xai_conversation(client: Any) -> list[dict[str, Any]]:
+    """A tool loop, a stream and a refused call; what the SDK sent and returned."""
+    import json
+
+    from xai_sdk.chat import tool, tool_result, user
+
+    steps: list[dict[str, Any]] = []
+
+    def record(label: str, chat: Any, response: Any = None, **more: Any) -> None:
+        rec: dict[str, Any] = {"label": label, "request": pb_json(chat.proto), **more}
+        if response is not None:
+            rec["response"] = pb_json(response.proto)
+            rec["content"] = response.content
+            rec["reasoning_content"] = response.reasoning_content
+            rec["finish_reason"] = response.finish_reason
+            rec["tool_calls"] = [pb_json(t) for t in response.tool_calls]
+        steps.append(rec)
+
+    location = tool(
+        "get_location",
+        "Where a place is",
+        {
+            "type": "object",
+            "properties": {"loc_name": {"type": "string"}},
+            "required": ["loc_name"],
+        },
+    )
+    chat = client.chat.create(model="grok-4-fast-reasoning", tools=[location])
+    chat.append(user("What is the location of Lodon and London?"))
+    first = chat.sample()
+    record("GetCompletion: two tool calls", chat, first)
+    chat.append(first)
+    answers = {
+        "Lodon": 'Wrong location, I only know about "London".',
+        "London": '{"lat": 51, "lng": 0}',
+    }
+    for call in first.tool_calls:
+        where = json.loads(call.function.arguments)["loc_name"]
+        chat.append(tool_result(answers[where], tool_call_id=call.id))
+    second = chat.sample()
+    record("GetCompletion: the tool results, the answer", chat, second)
+    streamed = client.chat.create(model="grok-4-fast-reasoning")
+    streamed.append(user("What is 2+2? Think first."))
+    chunks = 0
+    last = None
+    for response, _chunk in streamed.stream():
+        last = response
+        chunks += 1
+    record("GetCompletionChunk: a stream with reasoning", streamed, last, chunks=chunks)
+    refused = client.chat.create(model="grok-4-fast-reasoning")
+    refused.append(user("One more, please."))
+    try:
+        refused.sample()
+    except Exception as exc:  # noqa: BLE001 - the error is the outcome we record
+        code = exc.code().name if hasattr(exc, "code") else None
+        record("GetCompletion: refused", refused, error=type(exc).__name__, status=code)
+    return steps
+
+
+async def run_xai_grpc(case: Case, capture: Any) -> dict[str, Any]:
+    from xai_sdk import Client
+
+    served: list[dict[str, Any]] = []
+    server = xai_server(case.port, served)
+    server.start()
+    capture.start()
+    started = time.time()
+    client = Client(
+        api_key="xai-fake-key-for-a-loopback-capture",
+        api_host=f"127.0.0.1:{case.port}",
+        use_insecure_channel=True,
+    )
+    try:
+        steps = await asyncio.to_thread(xai_conversation, client)
+    finally:
+        client.close()
+        await asyncio.sleep(0.2)
+        server.stop(0.5).wait()
+    return {
+        "transport": "xai_api.Chat over h2c, responses gzip-compressed",
+        "server": "grpcio server of xai_sdk's ChatServicer playing corpus responses",
+        "client": "xai_sdk.Client (sync), use_insecure_channel=True",
+        "played": [
+            str(XAI_TOOL_CALL.relative_to(XAI_CORPUS.parent)),
+            str(XAI_STREAM.relative_to(XAI_CORPUS.parent)),
+        ],
+        "fake_credentials": {"authorization_bearer": "xai-fake-key-for-a-loopback-capture"},
+        "client_started": round(started, 6),
+        "steps": steps,
+        "server_saw": served,
+    }
+
+
 RUNNERS: dict[str, Callable[[Case, Any], Coroutine[Any, Any, dict[str, Any]]]] = {
     "a2a_grpc": run_a2a_grpc,
     "a2a_jsonrpc": run_a2a_jsonrpc,
+    "xai_grpc": run_xai_grpc,
 }
 
 

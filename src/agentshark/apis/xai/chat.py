@@ -28,10 +28,12 @@ turns them into messages and parts. The provider is ``xai``, the operation ``cha
   too, tool calls as they come (xAI sends each whole), the role and finish reason as last
   seen; usage is the last chunk's (xAI sends the running total). The first token is the first
   chunk with content, reasoning or a tool call.
-- Completeness: the exchange whole, no error, and the output with the highest index has a
-  finish reason (the turn ended; the outputs of server-side tool results have none). A
-  ``grpc-status`` other than OK is the error; a missing status (a cassette does not record
-  it) is no error. A stream without a final finish reason is ``xai.stream_unfinished``.
+- Completeness: the exchange whole, every message read, and either the output with the
+  highest index has a finish reason (the turn ended; the outputs of server-side tool results
+  have none) or an error was seen. A ``grpc-status`` other than OK is the error
+  (``CallError(type="grpc", code=<status name>)``, the percent-decoded ``grpc-message``); a
+  missing status (a cassette does not record it) is no error. A stream that ends without a
+  final finish reason or an error is ``xai.stream_unfinished``.
 """
 
 from __future__ import annotations
@@ -155,7 +157,8 @@ class XaiChat:
                 call.output_messages.append(outputs[n].message())
             call.finish_reasons = [m.finish_reason for m in call.output_messages if m.finish_reason]
         ended = bool(call.output_messages) and call.output_messages[-1].finish_reason is not None
-        call.complete = view.exchange.complete and call.error is None and ended and not lost
+        settled = ended or call.error is not None
+        call.complete = view.exchange.complete and settled and not lost
         if call.stream and not ended and call.error is None:
             call.diagnostics.append(
                 Diagnostic(
