@@ -355,3 +355,22 @@ def test_not_a2a_grpc_is_not_claimed() -> None:
     assert get.request is not None
     get.request = dataclasses.replace(get.request, method="GET")
     assert recognize(_grpc_exchange("/lf.a2a.v1.A2AService/GetTask", b"", []), "c") is not None
+
+
+def test_report_events_name_the_messages_without_proto(truth: dict[str, Any]) -> None:
+    """``--events`` reads an A2A gRPC message with the bundled schema when no ``--proto``
+    has its method."""
+    from agentshark.framing import decode_stream
+    from agentshark.framing.events import GrpcMessage
+    from agentshark.output.grpc import grpc_message_json, grpc_namer
+
+    ex = Collected([str(GRPC / "capture.pcap")]).exchanges[0]
+    named = grpc_namer(ex, None, request=False)
+    assert named is not None and ex.response is not None
+    (message,) = [
+        e for e in decode_stream(ex.response.body.pieces, "grpc") if isinstance(e, GrpcMessage)
+    ]
+    event = grpc_message_json(message, named)
+    assert event["type_name"] == "lf.a2a.v1.SendMessageResponse"
+    assert event["message"] == truth["rpcs"][0]["responses"][0]
+    assert grpc_namer(ex, None, request=True) is not None
