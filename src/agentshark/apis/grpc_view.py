@@ -105,7 +105,7 @@ def read_side(
     path = view.path
     schemas = schemas_for(path)
     types = schemas.method(path) if schemas is not None else None
-    if types is None:
+    if schemas is None or types is None:
         why = "the protobuf package is not installed (pip install 'agentshark[grpc]')"
         if schemas is not None:
             why = f"the bundled schema has no method {path}"
@@ -135,7 +135,7 @@ def read_side(
             continue  # a gRPC-Web trailers frame: not a message
         doc = None
         if ev.complete and not ev.truncated and ev.payload is not None:
-            doc, error = schemas.to_json(type_name, ev.payload)  # type: ignore[union-attr]
+            doc, error = schemas.to_json(type_name, ev.payload)
             if error is not None:
                 diags.append(
                     Diagnostic(

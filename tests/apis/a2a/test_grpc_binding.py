@@ -347,14 +347,18 @@ def test_status_details_base64_or_true_binary(binary: bool) -> None:
     assert call is not None and call.extras["error_name"] == "TaskNotFoundError"
 
 
-def test_not_a2a_grpc_is_not_claimed() -> None:
-    ex = _grpc_exchange("/helloworld.Greeter/SayHello", b"", [])
-    call = recognize(ex, "c", registry=FAMILIES)
-    assert call is None
-    get = dataclasses.replace(ex)
-    assert get.request is not None
-    get.request = dataclasses.replace(get.request, method="GET")
-    assert recognize(_grpc_exchange("/lf.a2a.v1.A2AService/GetTask", b"", []), "c") is not None
+def test_only_a2a_grpc_posts_are_claimed() -> None:
+    """Another service, or the A2A path without gRPC's POST and content type, is not A2A
+    over gRPC."""
+    assert recognize(_grpc_exchange("/helloworld.Greeter/SayHello", b"", []), "c") is None
+    ex = _grpc_exchange("/lf.a2a.v1.A2AService/GetTask", _get_task("t"), [])
+    assert recognize(ex, "c", registry=FAMILIES) is not None
+    assert ex.request is not None
+    ex.request.method = "GET"
+    assert recognize(ex, "c", registry=FAMILIES) is None
+    ex.request.method = "POST"
+    ex.request.headers = [("content-type", "application/json")]
+    assert recognize(ex, "c", registry=FAMILIES) is None
 
 
 def test_report_events_name_the_messages_without_proto(truth: dict[str, Any]) -> None:
