@@ -117,8 +117,7 @@ class XaiChat:
     api = API
 
     def match(self, view: ExchangeView) -> float:
-        path = grpc_method(view)
-        if path is None or _PATH.search(path) is None:
+        if _PATH.search(view.path) is None or grpc_method(view) is None:
             return -1.0
         return 0.95
 
