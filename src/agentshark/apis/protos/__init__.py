@@ -43,8 +43,9 @@ BUNDLED: dict[str, str] = {
 }
 
 
+@cache
 def available() -> bool:
-    """Whether the protobuf package is there to read the bundled sets."""
+    """Whether the protobuf package is there to read the bundled sets (looked up once)."""
     return importlib.util.find_spec("google.protobuf") is not None
 
 
