@@ -375,7 +375,7 @@ def test_unknown_api_lists_the_known_ones(capsys: pytest.CaptureFixture[str]) ->
     assert line.startswith("agentshark: --api gpt: no such API family; known: a2a, ")
     for name in ("openai.chat", "anthropic.messages", "mcp", "gemini.generate_content"):
         assert name in line
-    assert "(or a first part: anthropic, bedrock, cohere, gemini, ollama, openai)" in line
+    assert "(or a first part: anthropic, bedrock, cohere, gemini, ollama, openai, xai)" in line
     for good in ("openai", "openai.chat", "gemini", "bedrock.converse"):
         assert main(["calls", str(EXAMPLE), "--api", good, "--no-progress"]) == 0
         capsys.readouterr()

@@ -290,6 +290,7 @@ def build() -> dict[str, int]:
     _dialects(add)
     _sessions(add)
     _wire(add)
+    _grpc_calls(add)
     return {t: save(t, s) for t, s in sorted(seeds.items())}
 
 
@@ -301,6 +302,20 @@ def _wire(add: Any) -> None:
             client, server = joined(steps)
             if client or server:
                 add(target, [client[:CUT], server[:CUT]])
+
+
+def _grpc_calls(add: Any) -> None:
+    """gRPC exchanges of the families read with bundled descriptors (A2A's gRPC binding,
+    xAI chat from the loopback capture and from corpus cassettes)."""
+    paths = [
+        OWN / "xai_chat_grpc" / "capture.pcap",
+        *corpus_files(fmt="xAI gRPC", limit=3),
+        OWN / "a2a_v1_grpc" / "capture.pcap",
+    ]
+    for ex, call in exchanges_and_calls(paths):
+        seed = exchange_seed(ex) if call is not None else None
+        if seed is not None:
+            add(api_target(call.api, grpc=call.extras.get("binding") == "grpc"), seed)
 
 
 def _sessions(add: Any) -> None:
@@ -428,6 +443,8 @@ def _documents(add: Any) -> None:
         add("stdio", [(stdio / name).read_bytes()[:CUT]])
     for path in corpus_files(fmt="MCP stdio", limit=3):
         add("stdio", [path.read_bytes()[:CUT]])
+    for path in corpus_files(fmt="xAI gRPC", limit=2):
+        add("xai_cassette", [path.read_bytes()])
 
 
 def _bodies(add: Any) -> None:

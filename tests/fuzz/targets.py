@@ -714,11 +714,24 @@ API_TARGETS = {
     "embed_content, models, cached_contents, files",
     "api_ollama": "ollama.chat, ollama.generate, ollama.embed, ollama.models",
     "api_cohere": "cohere.chat (v1, v2), embed, rerank, generate, tokenize",
+    "api_grpc": "gRPC-bound families read with the bundled descriptors: a2a (gRPC binding, "
+    "1.0 and 0.3), xai.chat",
 }
+GRPC_TOKENS = (  # length prefixes, and xai_api / lf.a2a.v1 field keys
+    b"\x00\x00\x00\x00",
+    b"\x01\x00\x00\x00\x05",
+    b"\x0a",
+    b"\x12",
+    b"\x1a",
+    b"\xff\xff\xff\xff\x0f",
+)
 
 
-def api_target(api: str) -> str:
-    """The target whose seeds are exchanges of API ``api`` (a Call's ``api``)."""
+def api_target(api: str, *, grpc: bool = False) -> str:
+    """The target whose seeds are exchanges of API ``api`` (a Call's ``api``); ``grpc``: the
+    call came over gRPC (its messages read with a bundled schema)."""
+    if grpc or api == "xai.chat":
+        return "api_grpc"
     if api in ("openai.chat", "anthropic.messages", "mcp", "a2a"):
         return "api_" + api.replace(".", "_")
     if api in ("openai.responses", "openai.conversations"):
@@ -751,6 +764,22 @@ TARGETS: dict[str, Target] = {
             parts=1,
             tokens=(*JSON_TOKENS, b"\n- ", b": ", b"!!binary ", b"|-\n  ", b"&a ", b"*a"),
             doc="vcrpy cassettes (YAML, JSON) through the pipeline",
+            heavy=True,
+        ),
+        Target(
+            name="xai_cassette",
+            run=t_document,
+            parts=1,
+            tokens=(
+                b"\n- ",
+                b": ",
+                b"!!binary ",
+                b"request_sample:",
+                b"response_stream:",
+                b"chunks_raw:",
+                b"collections_method:",
+            ),
+            doc="pydantic-ai xAI gRPC cassettes through the pipeline",
             heavy=True,
         ),
         Target(
@@ -871,7 +900,16 @@ TARGETS: dict[str, Target] = {
                 name=name,
                 run=t_api,
                 parts=3,
-                tokens=(*JSON_TOKENS, *(EVENTSTREAM_TOKENS if "bedrock" in name else SSE_TOKENS)),
+                tokens=(
+                    *JSON_TOKENS,
+                    *(
+                        EVENTSTREAM_TOKENS
+                        if "bedrock" in name
+                        else GRPC_TOKENS
+                        if "grpc" in name
+                        else SSE_TOKENS
+                    ),
+                ),
                 doc=f"apis: {apis}",
             )
             for name, apis in API_TARGETS.items()

@@ -1,4 +1,5 @@
-"""Every corpus document through detection and the HAR / VCR / WebSocket message log readers.
+"""Every corpus document through detection and the HAR / VCR / WebSocket message log / xAI
+cassette readers.
 
 For each ``../shared/corpus/manifest.jsonl`` entry that is not a packet capture: a HAR file
 or cassette reads without an exception into the manifest's ``n_exchanges`` exchanges (or the
@@ -20,6 +21,7 @@ from agentshark.sources.detect import SNIFF_BYTES, classify_document, sniff_form
 from agentshark.sources.har import read_har
 from agentshark.sources.vcr import read_vcr
 from agentshark.sources.wslog import read_message_log
+from agentshark.sources.xai_cassette import read_xai_cassette
 from tests.helpers import CORPUS
 from tests.sources.corpus_exceptions import DIFFERENCES
 
@@ -54,8 +56,16 @@ def test_corpus_document(entry: dict[str, Any]) -> None:
         return
 
     ids = itertools.count()
-    reader = {"har": read_har, "vcr": read_vcr, "wslog": read_message_log}[kind]
+    reader = {
+        "har": read_har,
+        "vcr": read_vcr,
+        "wslog": read_message_log,
+        "xai": read_xai_cassette,
+    }[kind]
     out = list(reader(doc, file, 0, lambda: f"e{next(ids)}"))
+    if kind == "xai":
+        _check_xai(doc, out, entry)
+        return
     if kind == "wslog":  # one WebSocket exchange; the manifest counts its messages
         sessions = [o for o in out if isinstance(o, Exchange) and o.messages is not None]
         assert len(sessions) == 1 and sessions[0].messages is not None
@@ -77,6 +87,30 @@ def test_corpus_document(entry: dict[str, Any]) -> None:
         assert skipped == []
     for x in exchanges:
         _check_exchange(x, kind)
+
+
+def _check_xai(
+    doc: dict[str, Any], out: list[Exchange | Diagnostic], entry: dict[str, Any]
+) -> None:
+    """One gRPC exchange per chat interaction; a Collections API item is an info diagnostic."""
+    items = doc["interactions"]
+    assert len(items) == entry["n_exchanges"]
+    chat = [x for x in items if "collections_method" not in x]
+    exchanges = [o for o in out if isinstance(o, Exchange)]
+    assert len(exchanges) == len(chat)
+    notes = [o for o in out if isinstance(o, Diagnostic)]
+    assert [d.code for d in notes] == ["xai.collections_method"] * (len(items) - len(chat))
+    for x, item in zip(exchanges, chat, strict=True):
+        assert x.request is not None and x.response is not None and x.complete
+        stream = "request_stream" in item
+        assert x.request.target == "/xai_api.Chat/" + (
+            "GetCompletionChunk" if stream else "GetCompletion"
+        )
+        assert (
+            x.request.body.data()[5:]
+            == item["request_stream" if stream else "request_sample"]["raw"]
+        )
+        assert x.request.started is None and x.response.status == 200
 
 
 def _check_exchange(x: Exchange, kind: str) -> None:

@@ -23,7 +23,7 @@ from tests.helpers import CORPUS
 DATA = Path(__file__).resolve().parent.parent / "data" / "documents"
 WHAT_WE_READ = (
     "agentshark reads pcap, pcapng, HAR 1.2, vcrpy cassettes, mitmproxy flow files, "
-    "pydantic-ai WebSocket message logs and MCP stdio transcripts"
+    "pydantic-ai WebSocket message logs and xAI gRPC cassettes, and MCP stdio transcripts"
 )
 
 # --- sniff_format --------------------------------------------------------------------------
@@ -120,15 +120,6 @@ def test_interactions_with_some_malformed_items_are_still_a_cassette() -> None:
 @pytest.mark.parametrize(
     ("data", "phrase"),
     [
-        (
-            b"interactions:\n- request_sample: {json: {}, raw: !!binary AAE=}\n"
-            b"  response_sample: {json: {}}\n",
-            "pydantic-ai xAI gRPC cassette",
-        ),
-        (
-            b"interactions:\n- request_stream: []\n  response_stream: []\n",
-            "pydantic-ai xAI gRPC cassette",
-        ),
         (
             b'{"id": "msg_1", "type": "message", "role": "assistant", "content": [],'
             b' "stop_reason": "end_turn"}',
@@ -312,7 +303,7 @@ EXPECTED_BY_DETAIL = {
     "vcrpy": "vcr",
     "vcr (no interactions)": "vcr",
     "websocket message log": "wslog",
-    "xAI gRPC": "xAI gRPC cassette",
+    "xAI gRPC": "xai",
     "response body only": "response-only fixture",
     "stream chunks": "one JSON event per line",
     "recorded response": "recorded response",
@@ -329,7 +320,7 @@ def test_one_corpus_example_of_every_shape() -> None:
         data = (CORPUS / file).read_bytes()
         if expected == "stdio":  # read by sources.stdio, before classify_document
             assert sniff_stdio(data) == "stdio-goose", file
-        elif expected in ("har", "vcr", "wslog"):
+        elif expected in ("har", "vcr", "wslog", "xai"):
             assert classify_document(data, file).kind == expected, file
         else:
             with pytest.raises(UnsupportedFormatError, match=expected):

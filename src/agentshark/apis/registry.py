@@ -51,8 +51,9 @@ from agentshark.apis.openai import chat as openai_chat
 from agentshark.apis.openai import realtime
 from agentshark.apis.openai import responses as openai_responses
 from agentshark.apis.view import ExchangeView
+from agentshark.apis.xai import chat as xai_chat
 from agentshark.errors import Diagnostic
-from agentshark.framing.events import EventStreamMessage, JsonDocument, SseEvent
+from agentshark.framing.events import EventStreamMessage, GrpcMessage, JsonDocument, SseEvent
 from agentshark.http.content import DEFAULT_DECODE_LIMIT
 from agentshark.model import Body, Exchange, Headers
 
@@ -67,7 +68,7 @@ REQUEST_ID_HEADERS = (
     "cf-ray",
 )
 TRACE_HEADERS = ("traceparent", "tracestate", "baggage")
-TIMED_EVENTS = (SseEvent, JsonDocument, EventStreamMessage)  # not comments
+TIMED_EVENTS = (SseEvent, JsonDocument, EventStreamMessage, GrpcMessage)  # not comments
 
 
 # The registered families, in tie-break order (first wins a tie).
@@ -82,6 +83,7 @@ FAMILIES: tuple[ApiFamily, ...] = (
     *bedrock_invoke.FAMILIES,
     *ollama.FAMILIES,
     *cohere.FAMILIES,
+    *xai_chat.FAMILIES,
 )
 
 

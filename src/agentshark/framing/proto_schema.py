@@ -139,7 +139,8 @@ class ProtoSchemas:
             cls = message_factory.GetMessageClass(self._pool.FindMessageTypeByName(type_name))
             message = cls()
             message.ParseFromString(payload)
-            return json_format.MessageToDict(message), None
+            # the pool resolves google.protobuf.Any fields by their type URL
+            return json_format.MessageToDict(message, descriptor_pool=self._pool), None
         except Exception as exc:  # noqa: BLE001 - DecodeError, unknown types...
             return None, f"{type_name} does not parse this message ({exc})"
 

@@ -1,6 +1,7 @@
 """The report's view of a gRPC call: its method and status (on every exchange whose request
 is ``application/grpc*``), and each length-prefixed message as a stream event (with
-``--events``), its protobuf fields decoded without a schema (:mod:`agentshark.framing.protobuf`).
+``--events``), its protobuf fields decoded without a schema (:mod:`agentshark.framing.protobuf`),
+or by name with ``--proto`` or the bundled schema of its service (A2A, xAI).
 
 The status is ``grpc-status`` from the response trailers, or from the headers of a
 trailers-only response (https://github.com/grpc/grpc/blob/master/doc/PROTOCOL-HTTP2.md);
@@ -15,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote
 
+from agentshark.apis.protos import schemas_for
 from agentshark.framing import media_type
 from agentshark.framing.events import GrpcMessage
 from agentshark.framing.proto_schema import ProtoSchemas
@@ -117,11 +119,16 @@ def _true_binary(text: str) -> bytes:
 
 def grpc_namer(ex: Exchange, schemas: ProtoSchemas | None, *, request: bool) -> GrpcNamer | None:
     """How the messages of one side of ``ex`` read with the schema: its method's request or
-    response type; None without a schema, or when the schema lacks the method."""
-    if schemas is None or ex.request is None:
+    response type, from ``--proto`` or else the bundled schemas
+    (:mod:`agentshark.apis.protos`: A2A, xAI); None when no schema has the method."""
+    if ex.request is None:
         return None
-    types = schemas.method(ex.request.target.partition("?")[0])
-    if types is None:
+    path = ex.request.target.partition("?")[0]
+    types = schemas.method(path) if schemas is not None else None
+    if types is None:  # the schemas bundled for agent protocols (A2A, xAI)
+        schemas = schemas_for(path)
+        types = schemas.method(path) if schemas is not None else None
+    if schemas is None or types is None:
         return None
     type_name = types[0] if request else types[1]
 

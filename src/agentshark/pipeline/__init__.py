@@ -49,6 +49,7 @@ from agentshark.sources.records import DecryptionSecrets, Interface, Packet
 from agentshark.sources.stdio import sniff_stdio
 from agentshark.sources.vcr import read_vcr
 from agentshark.sources.wslog import read_message_log
+from agentshark.sources.xai_cassette import read_xai_cassette
 from agentshark.tls.keylog import KeyLog
 
 __all__ = ["PAUSE", "ConnectionReport", "Item", "Options", "Pause", "SourceReport", "run"]
@@ -246,7 +247,12 @@ def _analyze(
     yield from stdio.flush()
     kind, doc = classify_document(data, name)
     report.format = kind
-    reader = {"har": read_har, "vcr": read_vcr, "wslog": read_message_log}[kind]
+    reader = {
+        "har": read_har,
+        "vcr": read_vcr,
+        "wslog": read_message_log,
+        "xai": read_xai_cassette,
+    }[kind]
     yield from _exchanges(reader(doc, name, report.index, next_id), report)
 
 

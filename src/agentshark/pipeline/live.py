@@ -60,6 +60,7 @@ from agentshark.sources.mitm import is_flow_file
 from agentshark.sources.pcap import MAGICS
 from agentshark.sources.pcapng import SHB_MAGIC
 from agentshark.sources.vcr import read_vcr
+from agentshark.sources.xai_cassette import read_xai_cassette
 from agentshark.tls.keylog import KeyLog
 
 __all__ = ["LiveRun"]
@@ -138,7 +139,7 @@ class _Document:
             self._error = exc
             return []
         self._error = None
-        reader = read_har if kind == "har" else read_vcr
+        reader = {"har": read_har, "xai": read_xai_cassette}.get(kind, read_vcr)
         found: list[Exchange] = []
         diagnostics: list[Diagnostic] = []
         for item in reader(

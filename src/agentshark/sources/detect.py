@@ -3,8 +3,9 @@
 Two steps. :func:`sniff_format` looks at the first bytes only and tells captures (``pcap``,
 ``pcapng``) and mitmproxy flow files (``mitm``: tnetstrings, :mod:`agentshark.sources.mitm`)
 from documents (``json``, ``text``). :func:`classify_document` parses a document
-once and decides by its *shape* whether it is a HAR file or a vcrpy cassette, returning the
-parsed document with its kind. Corpus file names lie (``.pcap`` files that are pcapng, JSON
+once and decides by its *shape* whether it is a HAR file, a vcrpy cassette, a pydantic-ai
+WebSocket message log or a pydantic-ai xAI gRPC cassette, returning the parsed document with
+its kind. Corpus file names lie (``.pcap`` files that are pcapng, JSON
 fixtures named ``.txt``), shapes do not.
 
 Shapes that are recognized but not read yet raise :class:`UnsupportedFormatError` saying
@@ -24,9 +25,10 @@ import yaml
 from agentshark.errors import InputError, UnsupportedFormatError
 from agentshark.sources.mitm import is_flow_file
 from agentshark.sources.pcap import MAGICS as PCAP_MAGICS
+from agentshark.sources.xai_cassette import is_xai_cassette
 
 SniffedFormat = Literal["pcap", "pcapng", "mitm", "json", "text", "unknown"]
-DocumentKind = Literal["har", "vcr", "wslog"]
+DocumentKind = Literal["har", "vcr", "wslog", "xai"]
 
 SNIFF_BYTES = 64
 """How many leading bytes :func:`sniff_format` wants (fewer only when the file is shorter)."""
@@ -39,7 +41,7 @@ _BINARY_CONTROLS = re.compile(r"[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f]")
 
 _WHAT_WE_READ = (
     "agentshark reads pcap, pcapng, HAR 1.2, vcrpy cassettes, mitmproxy flow files, "
-    "pydantic-ai WebSocket message logs and MCP stdio transcripts"
+    "pydantic-ai WebSocket message logs and xAI gRPC cassettes, and MCP stdio transcripts"
 )
 
 
@@ -211,13 +213,8 @@ def _classify_interactions(doc: dict[str, Any], name: str) -> Document:
         return Document("wslog", doc)  # pydantic-ai's WebSocket message logs
     if not items or any("request" in x and "response" in x for x in dicts):
         return Document("vcr", doc)
-    if any(k.startswith(("request_", "response_")) for x in dicts for k in x):
-        raise UnsupportedFormatError(
-            f"{name} is a pydantic-ai xAI gRPC cassette (request_sample/response_sample or "
-            "request_stream/response_stream with protobuf bytes and JSON views): agentshark "
-            "does not read gRPC cassettes yet; a pcap or pcapng of the HTTP/2 connection "
-            "(with its TLS key log) carries the same calls"
-        )
+    if is_xai_cassette(dicts):
+        return Document("xai", doc)  # pydantic-ai's xAI gRPC cassettes (sources.xai_cassette)
     raise InputError(
         f"{name} has interactions, but none has a request and a response: not a VCR "
         f"cassette; {_WHAT_WE_READ}"

@@ -1,6 +1,7 @@
 """A2A (Agent2Agent) traffic -> :class:`Call` with api ``a2a``, versions 0.3 and 1.0.
 
-Three shapes of exchange are recognized:
+Four shapes of exchange are recognized (the gRPC binding in
+:mod:`agentshark.apis.a2a.grpc_binding`, read into the same calls as JSON-RPC):
 
 - **Agent card fetch**: ``GET .../.well-known/agent-card.json`` (0.3 and later) or the older
   ``.../.well-known/agent.json``. The operation is ``GetAgentCard``: not a protocol method
@@ -68,21 +69,20 @@ from typing import TYPE_CHECKING
 
 import orjson
 
+from agentshark.apis.a2a.grpc_binding import Grpc
 from agentshark.apis.a2a.parts import (
     ERROR_NAMES,
-    TaskOutput,
     apply_result,
     card_summary,
     classify,
     http_error,
-    is_ending,
     jsonrpc_error,
     message_from,
     part_from,
-    result_ids,
     set_id,
     str_value,
 )
+from agentshark.apis.a2a.stream import StreamReader
 from agentshark.apis.model import Call, Json
 from agentshark.apis.view import ExchangeView
 from agentshark.errors import Diagnostic
@@ -157,12 +157,10 @@ def _id(value: Json) -> str | None:
 def _stream(view: ExchangeView, call: Call, *, jsonrpc: bool) -> None:
     """SSE events, each a JSON-RPC response (or, REST, a bare StreamResponse), into ``call``."""
     call.stream = True
-    out = TaskOutput()
-    events: list[dict[str, Json]] = []
-    cut = ended = False
+    reader = StreamReader(call)
     for n, item in enumerate(e for e in view.events if isinstance(e, SseEvent)):
         if not item.complete:
-            cut = True
+            reader.cut = True
             continue
         try:
             doc = orjson.loads(item.data)
@@ -183,55 +181,12 @@ def _stream(view: ExchangeView, call: Call, *, jsonrpc: bool) -> None:
             if doc.get("error") is not None:
                 if call.error is None:
                     call.error = jsonrpc_error(doc["error"], view.status, f"stream event {n}", call)
-                events.append({"kind": "error"})
-                ended = True
+                reader.error()
                 continue
             payload = doc.get("result")
             where += ".result"
-        kind, obj = classify(payload)
-        record: dict[str, Json] = {"kind": kind}
-        if kind is None:
-            events.append(record)
-            continue
-        if isinstance(payload, dict) and obj is not payload:
-            where += "." + next(iter(payload))
-        result_ids(call, kind, obj, where)
-        if kind == "task":
-            out.add_task(obj)
-            record["state"] = out.state
-        elif kind == "message":
-            out.message = message_from(obj)
-            ended = True
-        elif kind == "status-update":
-            out.status(obj.get("status"))
-            record["state"] = out.state
-            if "final" in obj:
-                record["final"] = obj.get("final")
-            if obj.get("final") is True:
-                out.final = True
-        else:
-            out.add_artifact(obj)
-            artifact = obj.get("artifact")
-            if isinstance(artifact, dict):
-                record["artifact_id"] = artifact.get("artifactId")
-            for key, name in (("append", "append"), ("lastChunk", "last_chunk")):
-                if key in obj:
-                    record[name] = obj[key]
-        if kind in ("artifact-update", "message") and call.timing.first_token is None:
-            call.timing.first_token = item.ts
-        events.append(record)
-    call.extras["stream_events"] = events
-    out.fill(call)
-    over = ended or out.final or is_ending(out.state)
-    call.complete = view.exchange.complete and not cut and over
-    if not call.complete:
-        call.diagnostics.append(
-            Diagnostic(
-                code="a2a.stream_unfinished",
-                message="the stream ended before a final task status, message or error",
-                location=f"{view.exchange.id} response",
-            )
-        )
+        reader.add(payload, where, item.ts)
+    reader.finish(whole=view.exchange.complete, location=f"{view.exchange.id} response")
 
 
 # -- families -------------------------------------------------------------------------------
@@ -484,4 +439,5 @@ class Rest:
 AGENT_CARD = AgentCard()
 JSONRPC = JsonRpc()
 REST = Rest()
-FAMILIES: tuple[ApiFamily, ...] = (AGENT_CARD, JSONRPC, REST)
+GRPC = Grpc(_input)  # the gRPC binding reads its request message as JSON-RPC params
+FAMILIES: tuple[ApiFamily, ...] = (AGENT_CARD, JSONRPC, REST, GRPC)

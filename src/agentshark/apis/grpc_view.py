@@ -1,0 +1,205 @@
+"""What API families read of a gRPC exchange: its method, its messages read with a bundled
+schema (:mod:`agentshark.apis.protos`), and its status.
+
+gRPC over HTTP/2 (https://github.com/grpc/grpc/blob/master/doc/PROTOCOL-HTTP2.md): the
+request is a ``POST`` to ``/package.Service/Method`` with ``content-type: application/grpc``
+(``+proto``), each body a sequence of length-prefixed messages (:mod:`agentshark.framing.grpc`,
+compressed ones by the side's ``grpc-encoding``); the status is ``grpc-status`` in the
+response trailers, or in the headers of a trailers-only response, with ``grpc-message``
+percent-encoded. A response that ended without either has no status (None), never OK.
+
+:func:`read_side` gives each message as proto3 JSON (``json_format``, lowerCamelCase names)
+with its arrival time, or the reason it could not be read; nothing is dropped: a message cut
+by the end of the body, one the schema does not parse, or a body without the protobuf
+package are all said by Diagnostics.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+from urllib.parse import unquote
+
+from agentshark.apis.model import Json
+from agentshark.apis.protos import schemas_for
+from agentshark.apis.view import ExchangeView
+from agentshark.errors import Diagnostic
+from agentshark.framing import media_type
+from agentshark.framing.events import GrpcMessage
+from agentshark.framing.grpc import GrpcDecoder
+from agentshark.model import header
+
+__all__ = [
+    "STATUS_NAMES",
+    "GrpcStatus",
+    "ReadMessage",
+    "grpc_method",
+    "grpc_status",
+    "read_side",
+    "status_details",
+]
+
+# https://grpc.github.io/grpc/core/md_doc_statuscodes.html
+STATUS_NAMES = (
+    "OK",
+    "CANCELLED",
+    "UNKNOWN",
+    "INVALID_ARGUMENT",
+    "DEADLINE_EXCEEDED",
+    "NOT_FOUND",
+    "ALREADY_EXISTS",
+    "PERMISSION_DENIED",
+    "RESOURCE_EXHAUSTED",
+    "FAILED_PRECONDITION",
+    "ABORTED",
+    "OUT_OF_RANGE",
+    "UNIMPLEMENTED",
+    "INTERNAL",
+    "UNAVAILABLE",
+    "DATA_LOSS",
+    "UNAUTHENTICATED",
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReadMessage:
+    """One message of one side: its JSON (None when it could not be read) and where."""
+
+    n: int  # its index on its side
+    doc: dict[str, Json] | None
+    ts: float
+    offset: int
+    complete: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GrpcStatus:
+    code: int | None  # None: not seen
+    name: str | None
+    message: str | None
+
+
+def grpc_method(view: ExchangeView) -> str | None:
+    """``/package.Service/Method`` of a gRPC request (POST, ``application/grpc*``), or None."""
+    req = view.exchange.request
+    if req is None or view.method.upper() != "POST":
+        return None
+    ctype = media_type(header(req.headers, "content-type")) or ""
+    if not ctype.startswith("application/grpc"):
+        return None
+    return view.path
+
+
+def read_side(
+    view: ExchangeView, *, request: bool, family: str
+) -> tuple[list[ReadMessage], list[Diagnostic]]:
+    """The messages of one side of the gRPC exchange ``view``, read with the bundled schema
+    of its method; ``family`` prefixes the diagnostic codes (``a2a``, ``xai``)."""
+    ex = view.exchange
+    msg = ex.request if request else ex.response
+    side = "request" if request else "response"
+    where = f"{ex.id} {side}"
+    diags: list[Diagnostic] = []
+    if msg is None:
+        return [], diags
+    path = view.path
+    schemas = schemas_for(path)
+    types = schemas.method(path) if schemas is not None else None
+    if schemas is None or types is None:
+        why = "the protobuf package is not installed (pip install 'agentshark[grpc]')"
+        if schemas is not None:
+            why = f"the bundled schema has no method {path}"
+        diags.append(
+            Diagnostic(
+                code=f"{family}.grpc_unread",
+                message=f"the gRPC messages are not read: {why}",
+                location=where,
+            )
+        )
+        return [], diags
+    type_name = types[0] if request else types[1]
+    # the view's decoded bodies (content-encoding undone, shared with the report)
+    pieces = view.response_pieces if not request else [(msg.started or 0.0, view.request_body)]
+    decoder = GrpcDecoder(location=f"{where} body", encoding=header(msg.headers, "grpc-encoding"))
+    events: list[GrpcMessage | Diagnostic] = []
+    ts = 0.0
+    for ts, piece in pieces:
+        events.extend(decoder.feed(piece, ts))
+    events.extend(decoder.close(ts))
+    out: list[ReadMessage] = []
+    for ev in events:
+        if isinstance(ev, Diagnostic):
+            diags.append(ev)
+            continue
+        if ev.trailers is not None:
+            continue  # a gRPC-Web trailers frame: not a message
+        doc = None
+        if ev.complete and not ev.truncated and ev.payload is not None:
+            doc, error = schemas.to_json(type_name, ev.payload)
+            if error is not None:
+                diags.append(
+                    Diagnostic(
+                        code=f"{family}.grpc_bad_message",
+                        message=f"{side} message {len(out)} does not parse: {error}",
+                        location=f"{where} body byte {ev.offset}",
+                    )
+                )
+        out.append(
+            ReadMessage(n=len(out), doc=doc, ts=ev.ts, offset=ev.offset, complete=ev.complete)
+        )
+    return out, diags
+
+
+def status_details(view: ExchangeView) -> bytes | None:
+    """The bytes of ``grpc-status-details-bin`` (trailers, else headers), or None.
+
+    Binary metadata (a ``-bin`` key) is sent base64-encoded, padding optional
+    (https://github.com/grpc/grpc/blob/master/doc/PROTOCOL-HTTP2.md); a peer that allowed
+    it (grpc-core's ``GRPC_ALLOW_TRUE_BINARY_METADATA`` setting) may instead send the raw
+    bytes after a NUL byte, as gRPC C-core does on loopback.
+    """
+    resp = view.exchange.response
+    if resp is None:
+        return None
+    value = header(resp.trailers, "grpc-status-details-bin") or header(
+        resp.headers, "grpc-status-details-bin"
+    )
+    if not value:
+        return None
+    if value.startswith("\x00"):
+        return _header_bytes(value[1:])
+    try:
+        return base64.b64decode(value + "=" * (-len(value) % 4))
+    except ValueError:
+        return None
+
+
+def _header_bytes(text: str) -> bytes:
+    """The bytes of a header value as the HTTP/2 reader decoded them: UTF-8 when they were
+    valid UTF-8, else Latin-1 (so bytes that re-encode to valid UTF-8 came the first way)."""
+    try:
+        raw = text.encode("latin-1")
+    except UnicodeEncodeError:
+        return text.encode("utf-8")
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw
+    return text.encode("utf-8")
+
+
+def grpc_status(view: ExchangeView) -> GrpcStatus:
+    """The call's status from the trailers or a trailers-only response's headers."""
+    resp = view.exchange.response
+    if resp is None:
+        return GrpcStatus(code=None, name=None, message=None)
+    for source in (resp.trailers, resp.headers):
+        raw = header(source, "grpc-status")
+        if raw is not None:
+            code = int(raw) if raw.strip().isdigit() else None
+            text = header(source, "grpc-message")
+            name = STATUS_NAMES[code] if code is not None and code < len(STATUS_NAMES) else None
+            return GrpcStatus(
+                code=code, name=name, message=unquote(text) if text is not None else None
+            )
+    return GrpcStatus(code=None, name=None, message=None)

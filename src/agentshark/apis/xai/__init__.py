@@ -1,0 +1,1 @@
+"""xAI's API over gRPC: the chat family (``xai.chat``)."""
