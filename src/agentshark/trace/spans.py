@@ -275,9 +275,13 @@ def _anchor(tool: ToolUse) -> str:
 
 def _executed_name(ex: Call | HttpRequest | None) -> str | None:
     if isinstance(ex, Call) and (ops := operations_of(ex)):
+        if len(ops) > 1:
+            return f"graphql batch of {len(ops)}"
         first = ops[0]
         fields = first.get("root_fields") or [None]
-        name = first.get("name") or fields[0] or ex.operation
+        name = first.get("name") or fields[0]
+        if name is None and isinstance(first.get("persisted_query"), str):
+            name = "sha256:" + first["persisted_query"][:12]  # a persisted query by hash alone
         return f"graphql {name}" if name else "graphql"
     if isinstance(ex, Call):
         asked = asked_tool(ex)
