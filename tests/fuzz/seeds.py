@@ -289,7 +289,16 @@ def build() -> dict[str, int]:
     _bodies(add)
     _dialects(add)
     _sessions(add)
+    _graphql(add)
     return {t: save(t, s) for t, s in sorted(seeds.items())}
+
+
+def _graphql(add: Any) -> None:
+    """The GraphQL exchanges of the Strawberry capture (its other calls are seeds elsewhere)."""
+    for ex, call in exchanges_and_calls([OWN / "graphql_strawberry" / "capture.pcap"]):
+        seed = exchange_seed(ex) if call is not None and call.api == "graphql" else None
+        if seed is not None:
+            add("api_graphql", seed)
 
 
 def _sessions(add: Any) -> None:

@@ -662,12 +662,13 @@ API_TARGETS = {
     "embed_content, models, cached_contents, files",
     "api_ollama": "ollama.chat, ollama.generate, ollama.embed, ollama.models",
     "api_cohere": "cohere.chat (v1, v2), embed, rerank, generate, tokenize",
+    "api_graphql": "graphql (POST JSON, GET, application/graphql, batches, persisted queries)",
 }
 
 
 def api_target(api: str) -> str:
     """The target whose seeds are exchanges of API ``api`` (a Call's ``api``)."""
-    if api in ("openai.chat", "anthropic.messages", "mcp", "a2a"):
+    if api in ("openai.chat", "anthropic.messages", "mcp", "a2a", "graphql"):
         return "api_" + api.replace(".", "_")
     if api in ("openai.responses", "openai.conversations"):
         return "api_openai_responses"

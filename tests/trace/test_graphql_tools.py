@@ -35,7 +35,8 @@ def analysis(folder: Path) -> Analysis:
 
 
 def truth(folder: Path) -> dict[str, Json]:
-    return json.loads((folder / "truth.json").read_text())
+    out: dict[str, Json] = json.loads((folder / "truth.json").read_text())
+    return out
 
 
 def test_agent_run_is_one_trace_with_the_graphql_execution() -> None:
