@@ -14,6 +14,7 @@ from agentshark.apis.model import Call, Json, TextPart, ToolCallPart, ToolCallRe
 from agentshark.trace.context import TraceParent
 from agentshark.trace.history import HistoryLink, is_model_call
 from agentshark.trace.model import Span, Trace
+from agentshark.trace.routes import http_execution
 
 # Origins, strongest first: a trace's origin is the strongest of its joins.
 ORIGINS = (
@@ -230,6 +231,8 @@ def _tool_span(
         attributes["arguments"] = _graphql_values(ops, ("variables",), ex)
     if isinstance(ex, Call) and (ops := operations_of(ex)):
         attributes["graphql"] = [_graphql_summary(op) for op in ops]
+    elif isinstance(ex, HttpRequest):
+        attributes["http"] = http_execution(ex.method, ex.url, ex.status, ex.body)
     if tool.result_in is not None:
         attributes["result"] = tool.result
         attributes["result_from"] = tool.result_in.id

@@ -134,6 +134,7 @@ GRAPHQL_BATCH: Final = "agentshark.graphql.batch_size"  # operations in a batch 
 HTTP_METHOD: Final = "http.request.method"
 HTTP_STATUS: Final = "http.response.status_code"
 URL_FULL: Final = "url.full"
+URL_TEMPLATE: Final = "url.template"  # the route template inferred from the path (trace.routes)
 
 # -- agentshark's own (evidence a viewer can show; not semconv) ---------------------------------
 CALL_ID: Final = "agentshark.call.id"

@@ -262,6 +262,9 @@ def _execution(
         attrs[n.EXCHANGE_ID] = req.exchange_id
         attrs[n.HTTP_METHOD] = req.method
         attrs[n.URL_FULL] = req.url
+        http = span.attributes.get("http")
+        if isinstance(http, dict) and isinstance(http.get("route"), str):
+            attrs[n.URL_TEMPLATE] = http["route"]
         if req.status:
             attrs[n.HTTP_STATUS] = req.status
             if req.status >= 400:
