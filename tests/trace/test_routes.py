@@ -52,12 +52,14 @@ def test_http_execution_fields() -> None:
     got = http_execution("POST", "http://h/notes/42?x=1", 201, b'{"text": "hi"}')
     assert got == {
         "method": "POST",
+        "path": "/notes/42",
         "route": "/notes/{id}",
         "status": 201,
         "request_json": {"text": "hi"},
     }
     cut = http_execution("POST", "http://h/notes", None, b'{"text": "h')
-    assert cut == {"method": "POST", "route": "/notes"}  # no response, a cut body: absent
+    # no response, a cut body: absent
+    assert cut == {"method": "POST", "path": "/notes", "route": "/notes"}
 
 
 def test_seed004_tool_span_says_what_the_request_was(
@@ -74,6 +76,7 @@ def test_seed004_tool_span_says_what_the_request_was(
     assert tool.tool_call_id == sent["tool_call_id"]
     assert tool.attributes["http"] == {
         "method": sent["method"],
+        "path": urlsplit(sent["url"]).path,
         "route": urlsplit(sent["url"]).path,
         "status": sent["status"],
     }

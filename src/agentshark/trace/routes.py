@@ -60,14 +60,14 @@ def route_template(path: str) -> str:
 
 
 def http_execution(method: str, url: str, status: int | None, body: bytes) -> dict[str, Json]:
-    """What a tool span says of a plain HTTP request that ran it: method, route template,
-    status (absent when no response was seen) and the request's JSON body when the kept bytes
-    are one whole JSON text."""
+    """What a tool span says of a plain HTTP request that ran it: method, path, route
+    template, status (absent when no response was seen) and the request's JSON body when
+    the kept bytes are one whole JSON text."""
     try:
         path = urlsplit(url).path or "/"
     except ValueError:
         path = url.partition("?")[0]
-    out: dict[str, Json] = {"method": method, "route": route_template(path)}
+    out: dict[str, Json] = {"method": method, "path": path, "route": route_template(path)}
     if status:
         out["status"] = status
     if body[:1] in (b"{", b"["):
