@@ -124,3 +124,38 @@ def test_openapi_file_that_is_not_one_is_a_usage_error(
     assert "not an OpenAPI document" in capsys.readouterr().err
     code = main(["analyze", str(RUN / "capture.pcap"), "--openapi", str(tmp_path / "none")])
     assert code == 2
+
+
+def test_otlp_tool_span_carries_the_operation_id() -> None:
+    from agentshark.output.otlp.spans import CallIndex, _execution
+    from agentshark.trace.model import Span
+    from agentshark.trace.spans import HttpRequest
+
+    req = HttpRequest(
+        exchange_id="e2",
+        method="GET",
+        url="http://pets.test/v1/pets/7",
+        body=b"",
+        started=1.0,
+        ended=2.0,
+        status=200,
+    )
+    http = {"method": "GET", "path": "/v1/pets/7", "route": "/v1/pets/{id}", "status": 200}
+    span = Span(
+        span_id="s",
+        parent_id="a",
+        kind="tool",
+        name="execute_tool show_pet",
+        started=1.0,
+        ended=2.0,
+        execution="e2",
+        attributes={"http": http},
+    )
+    from agentshark.trace.openapi import name_operations
+
+    name_operations([span], openapi(PETS))
+    attrs: dict[str, Any] = {}
+    _execution(span, "show_pet", CallIndex(http={"e2": req}), attrs)
+    assert attrs["url.template"] == "/v1/pets/{id}"
+    assert attrs["agentshark.openapi.operation_id"] == "showPetById"
+    assert attrs["http.response.status_code"] == 200

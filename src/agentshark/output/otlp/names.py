@@ -135,6 +135,7 @@ HTTP_METHOD: Final = "http.request.method"
 HTTP_STATUS: Final = "http.response.status_code"
 URL_FULL: Final = "url.full"
 URL_TEMPLATE: Final = "url.template"  # the route template inferred from the path (trace.routes)
+OPERATION_ID: Final = "agentshark.openapi.operation_id"  # named by an OpenAPI document
 
 # -- agentshark's own (evidence a viewer can show; not semconv) ---------------------------------
 CALL_ID: Final = "agentshark.call.id"

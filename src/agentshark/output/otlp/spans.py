@@ -265,6 +265,8 @@ def _execution(
         http = span.attributes.get("http")
         if isinstance(http, dict) and isinstance(http.get("route"), str):
             attrs[n.URL_TEMPLATE] = http["route"]
+        if isinstance(http, dict) and isinstance(http.get("operation_id"), str):
+            attrs[n.OPERATION_ID] = http["operation_id"]
         if req.status:
             attrs[n.HTTP_STATUS] = req.status
             if req.status >= 400:
