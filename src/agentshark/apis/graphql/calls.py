@@ -58,8 +58,17 @@ def operations_of(call: Call) -> list[dict[str, Json]]:
 class GraphQL:
     api = API
 
+    def __init__(self) -> None:
+        # the registry asks match(view), then parse(view) of the same view: one reading
+        self._last: tuple[ExchangeView, Requests | None] | None = None
+
+    def _requests(self, view: ExchangeView) -> Requests | None:
+        if self._last is None or self._last[0] is not view:
+            self._last = (view, read_requests(view))
+        return self._last[1]
+
     def match(self, view: ExchangeView) -> float:
-        found = read_requests(view)
+        found = self._requests(view)
         if found is None:
             return 0.0
         parsed = all(i.document is not None for i in found.items)
@@ -69,7 +78,8 @@ class GraphQL:
         return score
 
     def parse(self, view: ExchangeView, call: Call) -> None:
-        found = read_requests(view)
+        found = self._requests(view)
+        self._last = None  # no exchange kept past its call
         assert found is not None  # match said so
         where = view.exchange.id
         ops = [_operation(item, n, found, where, call) for n, item in enumerate(found.items)]
