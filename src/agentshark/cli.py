@@ -40,6 +40,7 @@ from agentshark.output.text import TextWriter
 from agentshark.output.trace_text import TraceTextWriter
 from agentshark.pipeline import Item, Options, SourceReport, run
 from agentshark.trace.collect import Analysis
+from agentshark.trace.openapi import load_openapi
 
 if TYPE_CHECKING:
     from agentshark.output.term import RichProgress
@@ -118,10 +119,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
+def analysis_for(args: argparse.Namespace) -> Analysis:
+    """The trace stage, with the ``--openapi`` documents (a file that is not one is a usage
+    error)."""
+    analysis = Analysis()
+    for path in getattr(args, "openapi", []):
+        try:
+            why = analysis.openapi.add(load_openapi(path), path)
+        except (OSError, ValueError) as exc:
+            why = str(exc)
+        if why is not None:
+            raise UsageError(f"--openapi {path}: {why}")
+    return analysis
+
+
 def _check(args: argparse.Namespace) -> None:
     """What can be known wrong before reading any input: the output path, the key logs,
-    the API names."""
+    the API names, the OpenAPI documents."""
     _proto(args)
+    if getattr(args, "openapi", None):
+        analysis_for(args)
     if args.output:
         _check_output(args.output)
     check_keylogs(args.keylog)
@@ -197,7 +214,7 @@ def _show(args: argparse.Namespace, census: Census) -> int:
                 file=sys.stderr,
             )
             return 2
-        analysis = Analysis()
+        analysis = analysis_for(args)
         items = analysis.watch(census.watch(run(args.files, options)))
         failed = sum(_report_failure(item, redactor(not args.no_redact)) for item in items)
         analysis.finish()
@@ -271,7 +288,7 @@ def _report(args: argparse.Namespace, census: Census, *, calls: bool) -> int:
     wanted = tuple(getattr(args, "api", ()))
     failed = 0
     out_file = Path(args.output).open("wb") if args.output else None  # noqa: SIM115
-    analysis = Analysis() if args.command == "analyze" else None
+    analysis = analysis_for(args) if args.command == "analyze" else None
     try:
         items = _selected(census.watch(run(args.files, options)), wanted)
         if analysis is not None:

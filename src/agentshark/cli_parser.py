@@ -211,6 +211,14 @@ def build_parser() -> argparse.ArgumentParser:
     analyze.add_argument(
         "--wide", action="store_true", help="show tool arguments and results at length"
     )
+    analyze.add_argument(
+        "--openapi",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="an OpenAPI 3 or Swagger 2 document (JSON or YAML) naming the REST tools' "
+        "operations by operationId (documents served in the capture are read too); repeatable",
+    )
     add_follow_options(analyze)
     analyze.set_defaults(events=False, api=[])
     show = _command(

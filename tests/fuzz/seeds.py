@@ -291,6 +291,7 @@ def build() -> dict[str, int]:
     _sessions(add)
     _wire(add)
     _grpc_calls(add)
+    _graphql(add)
     return {t: save(t, s) for t, s in sorted(seeds.items())}
 
 
@@ -316,6 +317,14 @@ def _grpc_calls(add: Any) -> None:
         seed = exchange_seed(ex) if call is not None else None
         if seed is not None:
             add(api_target(call.api, grpc=call.extras.get("binding") == "grpc"), seed)
+
+
+def _graphql(add: Any) -> None:
+    """The GraphQL exchanges of the Strawberry capture (its other calls are seeds elsewhere)."""
+    for ex, call in exchanges_and_calls([OWN / "graphql_strawberry" / "capture.pcap"]):
+        seed = exchange_seed(ex) if call is not None and call.api == "graphql" else None
+        if seed is not None:
+            add("api_graphql", seed)
 
 
 def _sessions(add: Any) -> None:

@@ -716,6 +716,7 @@ API_TARGETS = {
     "api_cohere": "cohere.chat (v1, v2), embed, rerank, generate, tokenize",
     "api_grpc": "gRPC-bound families read with the bundled descriptors: a2a (gRPC binding, "
     "1.0 and 0.3), xai.chat",
+    "api_graphql": "graphql (POST JSON, GET, application/graphql, batches, persisted queries)",
 }
 GRPC_TOKENS = (  # length prefixes, and xai_api / lf.a2a.v1 field keys
     b"\x00\x00\x00\x00",
@@ -732,7 +733,7 @@ def api_target(api: str, *, grpc: bool = False) -> str:
     call came over gRPC (its messages read with a bundled schema)."""
     if grpc or api == "xai.chat":
         return "api_grpc"
-    if api in ("openai.chat", "anthropic.messages", "mcp", "a2a"):
+    if api in ("openai.chat", "anthropic.messages", "mcp", "a2a", "graphql"):
         return "api_" + api.replace(".", "_")
     if api in ("openai.responses", "openai.conversations"):
         return "api_openai_responses"

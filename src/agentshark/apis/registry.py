@@ -44,6 +44,7 @@ from agentshark.apis.cohere import chat as cohere
 from agentshark.apis.family import ApiFamily
 from agentshark.apis.gemini import generate as gemini
 from agentshark.apis.gemini import live
+from agentshark.apis.graphql import calls as graphql
 from agentshark.apis.mcp import calls as mcp
 from agentshark.apis.model import Call, Timing
 from agentshark.apis.ollama import chat as ollama
@@ -84,6 +85,7 @@ FAMILIES: tuple[ApiFamily, ...] = (
     *ollama.FAMILIES,
     *cohere.FAMILIES,
     *xai_chat.FAMILIES,
+    *graphql.FAMILIES,
 )
 
 

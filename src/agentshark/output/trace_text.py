@@ -159,6 +159,7 @@ class TraceTextWriter:
                 bits.append(("→ TOOL ERROR (isError) " + self._preview(a["result"]), "error"))
             else:
                 bits.append(("→ " + self._preview(a["result"]), None))
+        bits.append(_partial(a.get("graphql")))
         if span.execution is not None:
             bits.append((f"[ran as {span.execution}]", "dim"))
         elif span.inferred:
@@ -198,6 +199,20 @@ def _summary(
         f"({plural(worst['error'], 'error')}, {plural(worst['warning'], 'warning')}), "
         f"{plural(unclaimed, 'HTTP exchange')} not understood"
     )
+
+
+def _partial(graphql: Json) -> Seg:
+    """A GraphQL execution's partial results: data, and errors at these paths."""
+    ops = graphql if isinstance(graphql, list) else []
+    paths = [
+        ".".join(str(k) for k in p) if isinstance(p, list) else "-"
+        for op in ops
+        if isinstance(op, dict) and op.get("partial")
+        for p in op.get("error_paths") or []
+    ]
+    if not paths:
+        return ("", None)
+    return (f"PARTIAL (data, errors at {', '.join(paths)})", "incomplete")
 
 
 def _tool_error(call: Call) -> bool:

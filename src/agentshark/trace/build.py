@@ -4,8 +4,8 @@ Calls are joined (union-find) by every piece of evidence found, each recorded wi
 
 1. ``traceparent`` (HTTP header or MCP ``params._meta``): valid ones with the same trace-id.
 2. ``previous_response_id`` / ``conversation`` / ``history``: :func:`link_history`.
-3. ``tool_call``: a model call and the MCP, A2A or HTTP call that executed one of its tool
-   calls (same tool name and arguments, after the model asked and before the result was sent).
+3. ``tool_call``: a model call and the MCP, A2A, GraphQL or HTTP call that executed one of its
+   tool calls (same tool name and arguments, after the model asked and before the result was sent).
 4. ``mcp_session`` (``Mcp-Session-Id``), ``a2a_context`` (A2A ``contextId``) and ``app_id``
    (ids whose name says session, conversation, run, thread or task, under the same name).
    Over stdio an MCP session has no id: it is the life of one server process
@@ -28,9 +28,11 @@ the client gave the call in its replay, else by name and position, the join's de
 which: :func:`_results_by_position`); ``execution`` the observed call
 that ran it, with ``attributes["execution_evidence"]`` and ``["confidence"]`` (1.0 when the
 name and arguments are equal, 0.8 when the MCP tool name is a suffix of the model's, 0.6 for
-an HTTP request holding every argument value); ``inferred`` when none was seen (then the span
-lasts from the model's answer to the next request). An MCP ``tools/call`` or A2A message
-that no model tool call asked for is a tool span of its own (``tool_call_id`` None).
+an HTTP request holding every argument value; a GraphQL call by its variables:
+:func:`agentshark.trace.tool_match.graphql_match`); ``inferred`` when none was seen (then the
+span lasts from the model's answer to the next request). An MCP ``tools/call``, A2A message or
+GraphQL call that no model tool call asked for is a tool span of its own (``tool_call_id``
+None).
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ from urllib.parse import unquote_plus, urlsplit
 import orjson
 
 from agentshark.apis.appids import name_kind
+from agentshark.apis.graphql import calls as graphql
+from agentshark.apis.graphql.calls import operations_of
 from agentshark.apis.model import (
     Call,
     Json,
@@ -60,6 +64,8 @@ from agentshark.trace.spans import (
     exec_id,
     make_trace,
 )
+from agentshark.trace.tool_match import argument_values as _argument_values
+from agentshark.trace.tool_match import graphql_match
 
 GROUPING_KINDS = frozenset({"session", "conversation", "run", "thread", "task"})
 TOOL_WINDOW = 600.0  # seconds after a model's answer an execution may start, with no result
@@ -319,6 +325,8 @@ def _tool_spans(
 def _is_execution(call: Call) -> bool:
     if call.api == "mcp":
         return call.operation == "tools/call"
+    if call.api == graphql.API:
+        return True
     return call.api == "a2a" and call.operation in (
         "SendMessage",
         "SendStreamingMessage",
@@ -474,6 +482,8 @@ def _same_tool(part: ToolCallPart, call: Call) -> tuple[str, float] | None:
         if part.name is not None and asked.name and part.name.endswith(asked.name):
             return f"MCP tools/call {asked.name} (a suffix of {part.name}), same arguments", 0.8
         return None
+    if call.api == graphql.API:
+        return graphql_match(part.arguments, operations_of(call))
     values = _argument_values(part.arguments)
     text = " ".join(
         p.content for m in call.input_messages for p in m.parts if isinstance(p, TextPart)
@@ -487,23 +497,6 @@ def _same_arguments(a: Json, b: Json) -> bool:
     return orjson.dumps(a or {}, option=orjson.OPT_SORT_KEYS) == orjson.dumps(
         b or {}, option=orjson.OPT_SORT_KEYS
     )
-
-
-def _argument_values(arguments: Json) -> list[str]:
-    """The scalar values of a tool call's arguments, as text (strings of 2+ characters)."""
-    out: list[str] = []
-    stack = [arguments]
-    while stack:
-        value = stack.pop()
-        if isinstance(value, dict):
-            stack.extend(value.values())
-        elif isinstance(value, list):
-            stack.extend(value)
-        elif isinstance(value, str) and len(value) >= 2:
-            out.append(value)
-        elif isinstance(value, int | float) and not isinstance(value, bool):
-            out.append(str(value))
-    return out
 
 
 # -- traces and spans -----------------------------------------------------------------------

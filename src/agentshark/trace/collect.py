@@ -43,6 +43,7 @@ from agentshark.trace.build import build_traces, connection_hints
 from agentshark.trace.history import HistoryLink, is_model_call, link_history
 from agentshark.trace.incidents import find_incidents
 from agentshark.trace.model import Incident, Trace
+from agentshark.trace.openapi import OpenApi, is_openapi, name_operations
 from agentshark.trace.spans import HttpRequest
 
 BODY_KEPT = 4096
@@ -145,6 +146,7 @@ class Analysis:
     traces: list[Trace] = field(default_factory=list)
     incidents: list[Incident] = field(default_factory=list)
     links: dict[str, HistoryLink] = field(default_factory=dict)
+    openapi: OpenApi = field(default_factory=lambda: OpenApi([]))  # --openapi, and seen ones
     _shared: dict[bytes, Message] = field(default_factory=dict)  # slim messages, by content
     _connection: dict[str, str] = field(default_factory=dict)  # exchange id -> connection
     _ahead: set[str] = field(default_factory=set)  # exchanges whose model call came first
@@ -183,6 +185,9 @@ class Analysis:
     def _unclaimed(self, exchange: Exchange | None) -> None:
         if exchange is not None and (req := _request(exchange)) is not None:
             self.http.append(req)
+            doc = _openapi_document(exchange)
+            if doc is not None:
+                self.openapi.add(doc, f"{exchange.id} {req.method} {req.url}")
 
     def not_understood(self) -> int:
         """HTTP exchanges no family claimed and no trace took as a tool execution (the
@@ -201,6 +206,7 @@ class Analysis:
             self.calls, self.links, self.http, self.model_hosts, self._connection
         )
         connection_hints(self.traces, self.calls, self._connection)
+        name_operations([s for t in self.traces for s in t.spans], self.openapi)
         self.incidents = find_incidents(self.calls, self.traces, self.links)
 
 
@@ -220,6 +226,40 @@ def grpc_request_json(pieces: list[tuple[float, bytes]], encoding: str | None) -
         if isinstance(ev, GrpcMessage) and ev.payload is not None and ev.complete
     ]
     return orjson.dumps(fields)
+
+
+OPENAPI_LIMIT = 8 << 20  # decoded bytes of a response read for an OpenAPI document
+
+
+def _openapi_document(x: Exchange) -> Json:
+    """The OpenAPI document a response carries, else None. Cheap for every other response:
+    only a whole response whose first bytes are a JSON object naming ``openapi`` or
+    ``swagger`` is decoded and parsed."""
+    resp = x.response
+    if resp is None or not resp.complete or not resp.body.pieces:
+        return None
+    coding = header(resp.headers, "content-encoding")
+    if coding is not None:  # decoded only when it says JSON
+        ctype = (header(resp.headers, "content-type") or "").lower()
+        if "json" not in ctype or resp.body.size > BODY_DECODED_LIMIT:
+            return None
+    elif not _names_openapi(resp.body.pieces[0][1][:512]) or resp.body.size > OPENAPI_LIMIT:
+        return None
+    pieces = resp.body.pieces
+    if coding is not None:
+        pieces = decode_body(resp.body, coding, limit=OPENAPI_LIMIT).pieces
+    data = b"".join(p for _, p in pieces)
+    if not _names_openapi(data[:512]):
+        return None
+    try:
+        doc = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return None
+    return doc if is_openapi(doc) else None
+
+
+def _names_openapi(head: bytes) -> bool:
+    return head.lstrip()[:1] == b"{" and (b'"openapi"' in head or b'"swagger"' in head)
 
 
 def _request(x: Exchange) -> HttpRequest | None:

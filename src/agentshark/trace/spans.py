@@ -9,10 +9,12 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from agentshark.apis.graphql.calls import operations_of
 from agentshark.apis.model import Call, Json, TextPart, ToolCallPart, ToolCallResponsePart
 from agentshark.trace.context import TraceParent
 from agentshark.trace.history import HistoryLink, is_model_call
 from agentshark.trace.model import Span, Trace
+from agentshark.trace.routes import http_execution
 
 # Origins, strongest first: a trace's origin is the strongest of its joins.
 ORIGINS = (
@@ -225,9 +227,18 @@ def _tool_span(
             attributes["arguments_error"] = tool.part.arguments_error
     elif isinstance(ex, Call) and (asked := asked_tool(ex)) is not None:
         attributes["arguments"] = asked.arguments
+    elif isinstance(ex, Call) and (ops := operations_of(ex)):
+        attributes["arguments"] = _graphql_values(ops, ("variables",), ex)
+    if isinstance(ex, Call) and (ops := operations_of(ex)):
+        attributes["graphql"] = [_graphql_summary(op) for op in ops]
+    elif isinstance(ex, HttpRequest):
+        attributes["http"] = http_execution(ex.method, ex.url, ex.status, ex.body)
     if tool.result_in is not None:
         attributes["result"] = tool.result
         attributes["result_from"] = tool.result_in.id
+    elif isinstance(ex, Call) and (ops := operations_of(ex)):
+        attributes["result"] = _graphql_values(ops, ("data", "errors"), ex)
+        attributes["result_from"] = ex.id
     elif isinstance(ex, Call) and (answer := answer_of(ex)) is not None:
         attributes["result"] = answer
         attributes["result_from"] = ex.id
@@ -266,10 +277,45 @@ def _anchor(tool: ToolUse) -> str:
 
 
 def _executed_name(ex: Call | HttpRequest | None) -> str | None:
+    if isinstance(ex, Call) and (ops := operations_of(ex)):
+        if len(ops) > 1:
+            return f"graphql batch of {len(ops)}"
+        first = ops[0]
+        fields = first.get("root_fields") or [None]
+        name = first.get("name") or fields[0]
+        if name is None and isinstance(first.get("persisted_query"), str):
+            name = "sha256:" + first["persisted_query"][:12]  # a persisted query by hash alone
+        return f"graphql {name}" if name else "graphql"
     if isinstance(ex, Call):
         asked = asked_tool(ex)
         return asked.name if asked is not None else str(ex.operation)
     return "http" if ex is not None else "unknown"
+
+
+def _graphql_summary(op: dict[str, Json]) -> dict[str, Json]:
+    """What a tool span says of one GraphQL operation it ran."""
+    errors = op.get("errors")
+    out: dict[str, Json] = {k: op[k] for k in ("type", "name", "root_fields") if k in op}
+    if "persisted_query" in op:
+        out["persisted_query"] = op["persisted_query"]
+    out["errors"] = len(errors) if isinstance(errors, list) else 0
+    out["partial"] = op.get("partial") is True
+    if isinstance(errors, list):
+        out["error_paths"] = [e.get("path") for e in errors if isinstance(e, dict)]
+    return out
+
+
+def _graphql_values(ops: list[dict[str, Json]], keys: tuple[str, ...], call: Call) -> Json:
+    """An unasked GraphQL call's arguments (``variables``) or result (``data`` and
+    ``errors``, the keys present): one operation's, or a list for a batch."""
+
+    def one(op: dict[str, Json]) -> Json:
+        if len(keys) == 1:
+            return op.get(keys[0])
+        return {k: op[k] for k in keys if k in op}
+
+    batch = call.operation == "batch"
+    return [one(op) for op in ops] if batch else one(ops[0])
 
 
 def asked_tool(call: Call) -> ToolCallPart | None:

@@ -294,3 +294,37 @@ def answer(call: dict[str, Json]) -> Json:
             if p.get("type") == "tool_call_response":
                 return p.get("response")
     return None
+
+
+def graphql_call(call: dict[str, Json]) -> Attributes:
+    """The GraphQL attributes of a GraphQL call (semconv graphql-spans.md: operation type and
+    name, the document), the errors as JSON; a batch gives its first operation's and its
+    size."""
+    attrs: Attributes = {}
+    info = (call.get("extras") or {}).get("graphql")
+    ops = info.get("operations") if isinstance(info, dict) else None
+    if not isinstance(ops, list) or not ops or not isinstance(ops[0], dict):
+        return attrs
+    first = ops[0]
+    _put(attrs, n.GRAPHQL_OPERATION_TYPE, first.get("type"))
+    _put(attrs, n.GRAPHQL_OPERATION_NAME, first.get("name"))
+    _put(attrs, n.GRAPHQL_DOCUMENT, first.get("document"))
+    if len(ops) > 1:
+        attrs[n.GRAPHQL_BATCH] = len(ops)
+    errors = [e for op in ops if isinstance(op, dict) for e in op.get("errors") or []]
+    if errors:
+        attrs[n.GRAPHQL_ERRORS] = dumps(errors)
+    attrs[n.GRAPHQL_PARTIAL] = any(isinstance(op, dict) and op.get("partial") for op in ops)
+    return attrs
+
+
+def graphql_values(call: dict[str, Json]) -> tuple[Json, Json]:
+    """An unasked GraphQL call's arguments (its variables) and result (data and errors), whole:
+    one operation's, or lists for a batch."""
+    info = (call.get("extras") or {}).get("graphql") or {}
+    ops = [op for op in info.get("operations") or [] if isinstance(op, dict)]
+    args = [op.get("variables") for op in ops]
+    results = [{k: op[k] for k in ("data", "errors") if k in op} for op in ops]
+    if info.get("batch"):
+        return args, results
+    return (args[0], results[0]) if ops else (None, None)

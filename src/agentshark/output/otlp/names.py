@@ -122,10 +122,20 @@ A2A_TASK_STATE: Final = "a2a.task.state"
 A2A_MESSAGE: Final = "a2a.message.id"
 A2A_PROTOCOL: Final = "a2a.protocol.version"
 
+# -- GraphQL executions (semantic conventions graphql/graphql-spans.md) -------------------------
+GRAPHQL_OPERATION_TYPE: Final = "graphql.operation.type"
+GRAPHQL_OPERATION_NAME: Final = "graphql.operation.name"
+GRAPHQL_DOCUMENT: Final = "graphql.document"
+GRAPHQL_ERRORS: Final = "agentshark.graphql.errors"  # the errors, as JSON (not semconv)
+GRAPHQL_PARTIAL: Final = "agentshark.graphql.partial"  # data and errors both (not semconv)
+GRAPHQL_BATCH: Final = "agentshark.graphql.batch_size"  # operations in a batch (not semconv)
+
 # -- HTTP executions ----------------------------------------------------------------------------
 HTTP_METHOD: Final = "http.request.method"
 HTTP_STATUS: Final = "http.response.status_code"
 URL_FULL: Final = "url.full"
+URL_TEMPLATE: Final = "url.template"  # the route template inferred from the path (trace.routes)
+OPERATION_ID: Final = "agentshark.openapi.operation_id"  # named by an OpenAPI document
 
 # -- agentshark's own (evidence a viewer can show; not semconv) ---------------------------------
 CALL_ID: Final = "agentshark.call.id"

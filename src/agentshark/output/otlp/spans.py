@@ -12,7 +12,8 @@ derived deterministically otherwise, as :mod:`agentshark.trace.spans` does). Its
   from the model call that asked and the one that carried the result back, else from the
   executing MCP call); the MCP attributes of the ``tools/call`` that ran it are added to it
   rather than a second span (mcp.md: "If an outer execute_tool span exists, add MCP
-  attributes to it"); a tool run by an A2A call is that call's CLIENT span; an MCP
+  attributes to it"); a tool run by an A2A or GraphQL call is that call's CLIENT span (with
+  ``graphql.operation.type``/``.name`` and ``graphql.document``); an MCP
   ``tools/call`` or A2A message no model asked for is its CLIENT span,
   ``tools/call {tool}`` or ``{a2a.method.name}`` (``SendMessage``);
 - every other call of the trace (MCP ``initialize``, ``tools/list``..., A2A calls, other
@@ -232,7 +233,7 @@ def _tool(trace: Trace, span: Span, index: CallIndex) -> OtlpSpan:
 def _execution(
     span: Span, name: str | None, index: CallIndex, attrs: dict[str, Json]
 ) -> tuple[str, str | None, str | None]:
-    """The attributes of a tool span's observed execution (MCP, A2A or HTTP), added to
+    """The attributes of a tool span's observed execution (MCP, A2A, GraphQL or HTTP), added to
     ``attrs``; the span's kind, status description and name when it is the call's own."""
     kind, message, title = "internal", None, None
     execution = index.calls.get(span.execution or "")
@@ -243,6 +244,9 @@ def _execution(
             attrs.update(a.mcp_call(execution, transport))
             if span.requested_by is None:  # no model asked: the MCP client span itself
                 kind, title = "client", " ".join(filter(None, ["tools/call", name]))
+        elif execution["api"] == "graphql":
+            kind = "client"  # the GraphQL request is the tool's execution: its CLIENT span
+            attrs.update(a.graphql_call(execution))
         elif execution["api"] == "a2a":
             kind = "client"
             attrs.update(a.a2a_call(execution))
@@ -258,6 +262,11 @@ def _execution(
         attrs[n.EXCHANGE_ID] = req.exchange_id
         attrs[n.HTTP_METHOD] = req.method
         attrs[n.URL_FULL] = req.url
+        http = span.attributes.get("http")
+        if isinstance(http, dict) and isinstance(http.get("route"), str):
+            attrs[n.URL_TEMPLATE] = http["route"]
+        if isinstance(http, dict) and isinstance(http.get("operation_id"), str):
+            attrs[n.OPERATION_ID] = http["operation_id"]
         if req.status:
             attrs[n.HTTP_STATUS] = req.status
             if req.status >= 400:
@@ -295,6 +304,12 @@ def _tool_values(span: Span, index: CallIndex) -> tuple[Json, Json]:
         found = a.answer(execution)
         if found is not None:
             result = found
+    if execution is not None and execution["api"] == "graphql":
+        found_args, found_result = a.graphql_values(execution)
+        if asked is None:
+            arguments = found_args
+        if reply is None:
+            result = found_result
     if asked is None and execution is not None and execution["api"] == "mcp":
         tool = a.asked_tool(execution)
         if tool is not None:

@@ -1,0 +1,1 @@
+"""GraphQL over HTTP: the requests, their documents, their results (api ``graphql``)."""
