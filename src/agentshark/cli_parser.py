@@ -13,6 +13,7 @@ import textwrap
 from typing import Any
 
 from agentshark import __version__, cli_view
+from agentshark.cli_capture import add_capture_parser
 from agentshark.cli_export import add_export_parser
 from agentshark.cli_follow import add_follow_options
 from agentshark.output.screen import COLOR_CHOICES
@@ -219,6 +220,7 @@ def build_parser() -> argparse.ArgumentParser:
     show.set_defaults(events=False, api=[], wide=False)
     cli_view.add_commands(sub, _command, _size_arg)
     add_export_parser(sub)
+    add_capture_parser(sub, _command, _size_arg)
     return parser
 
 
