@@ -16,6 +16,7 @@ from agentshark import __version__, cli_view
 from agentshark.cli_capture import add_capture_parser
 from agentshark.cli_export import add_export_parser
 from agentshark.cli_follow import add_follow_options
+from agentshark.cli_tap import add_tap_parser
 from agentshark.output.screen import COLOR_CHOICES
 from agentshark.pipeline import Options
 
@@ -221,6 +222,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_view.add_commands(sub, _command, _size_arg)
     add_export_parser(sub)
     add_capture_parser(sub, _command, _size_arg)
+    add_tap_parser(sub, _command)
     return parser
 
 
