@@ -391,7 +391,10 @@ def test_help_has_a_line_per_argument_and_examples() -> None:
         return {f"{prefix}{name}": cmd for name, cmd in sub.choices.items()}
 
     found = commands(build_parser(), "")
-    assert set(found) == {"exchanges", "calls", "analyze", "show", "report", "serve", "export"}
+    assert set(found) == {
+        *("exchanges", "calls", "analyze", "show", "report", "serve", "export"),
+        *("capture", "mcp-tap"),
+    }
     found |= commands(found.pop("export"), "export ")  # a group: its formats are the commands
     assert {"export otlp", "export parquet", "export duckdb"} <= set(found)
     for name, cmd in found.items():

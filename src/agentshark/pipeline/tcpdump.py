@@ -55,12 +55,14 @@ def tcpdump_command(tcpdump: str, interface: str, expression: str) -> list[str]:
 
 def failure(stderr: str, *, interface: str, tcpdump: str, expression: str) -> str:
     """What a tcpdump that exited before capturing said, as one line of advice."""
-    text = " ".join(line.strip() for line in stderr.splitlines() if line.strip())
+    text = " ".join(
+        line.strip().removeprefix("tcpdump: ") for line in stderr.splitlines() if line.strip()
+    )
     if "permission" in text.lower() or "Operation not permitted" in text:
         return (
             f"no permission to capture on {interface} ({text}): run as root "
             f"(sudo agentshark capture ...), or let tcpdump capture for your user: "
-            f"sudo setcap cap_net_raw,cap_net_admin=eip $(which {tcpdump})"
+            f"sudo setcap cap_net_raw,cap_net_admin=eip {tcpdump}"
         )
     if "No such device" in text or "doesn't exist" in text or "no such device" in text:
         names = ", ".join(name for _, name in socket.if_nameindex())
