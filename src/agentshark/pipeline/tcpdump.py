@@ -1,11 +1,18 @@
 """tcpdump as a child process writing pcap to a pipe, for :mod:`agentshark.pipeline.capture`.
 
-The command is ``tcpdump -i IFACE -s 0 -U --immediate-mode -n -w - FILTER``: the whole
-packets (``-s 0``), each written to the pipe as it is captured (``-U``) and handed over by
+The command is ``tcpdump -i IFACE -s 0 -B 65536 -U --immediate-mode -n -w - FILTER``: the
+whole packets (``-s 0``), each written to the pipe as it is captured (``-U``) and handed over by
 libpcap at once rather than in blocks a second apart (``--immediate-mode``). The child runs
-in a session of its own, so that a Ctrl-C in the terminal reaches agentshark only, which
-stops the child (SIGTERM: tcpdump writes what it has, prints its counters and exits) and
-reads the pipe to its end.
+in a process group of its own, so that a Ctrl-C in the terminal reaches agentshark only,
+which stops the child (SIGTERM: tcpdump writes what it has, prints its counters and exits)
+and reads the pipe to its end.
+
+``-B 65536``: the kernel's capture buffer, 64 MiB. In immediate mode libpcap uses a
+TPACKET_V2 ring of fixed-size frames, one per packet, each as large as the snap length
+allows (256 KiB with ``-s 0``): tcpdump's default 2 MiB holds 4 packets, and on a loaded
+machine (here: load 15 on 2 cores) a burst of a response's chunks overflowed it, the kernel
+dropping the last packets of a call ("4 packets dropped by kernel"). 64 MiB holds 128.
+Drops are still counted: :meth:`TcpdumpChild.dropped` reads tcpdump's own count.
 
 A child that cannot capture says why on its stderr before it prints ``listening on``;
 :func:`failure` turns the messages of tcpdump 4.x (libpcap 1.x) into one line saying what
@@ -29,6 +36,7 @@ __all__ = ["CaptureError", "TcpdumpChild", "capture_filter", "failure", "tcpdump
 
 START_TIMEOUT = 10.0  # seconds tcpdump may take to say it listens
 STOP_TIMEOUT = 5.0  # seconds it may take to exit once told to
+BUFFER_KIB = 65536  # tcpdump -B: the kernel's capture buffer (see the module docstring)
 _DROPPED = re.compile(r"(\d+) packets? dropped by kernel")
 
 
@@ -48,9 +56,10 @@ def capture_filter(ports: Sequence[int], bpf: str | None) -> str:
 
 
 def tcpdump_command(tcpdump: str, interface: str, expression: str) -> list[str]:
-    return [tcpdump, "-i", interface, "-s", "0", "-U", "--immediate-mode", "-n", "-w", "-"] + (
-        [expression] if expression else []
-    )
+    return [
+        *(tcpdump, "-i", interface, "-s", "0", "-B", str(BUFFER_KIB)),
+        *("-U", "--immediate-mode", "-n", "-w", "-"),
+    ] + ([expression] if expression else [])
 
 
 def failure(stderr: str, *, interface: str, tcpdump: str, expression: str) -> str:
@@ -104,7 +113,7 @@ class TcpdumpChild:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            start_new_session=True,
+            process_group=0,  # a Ctrl-C in the terminal reaches agentshark only
         )
         assert self._proc.stdout is not None and self._proc.stderr is not None
         self._out = self._proc.stdout.fileno()
