@@ -196,3 +196,23 @@ def test_until_idle_ends_a_quiet_capture(capsys: pytest.CaptureFixture[str]) -> 
     captured = capsys.readouterr()
     assert "0 calls: no HTTP exchanges in the input" in captured.out
     assert "captured on lo for " in captured.err and ": 0 packets, " in captured.err
+
+
+@needs_tcpdump
+def test_a_tcpdump_that_dies_ends_the_capture_with_a_diagnostic(tmp_path: Path) -> None:
+    """The library seam: LiveCapture.updates() ends when tcpdump exits, and says so."""
+    import signal
+
+    from agentshark.pipeline.capture import LiveCapture
+    from agentshark.pipeline.follow import DiagnosticFound, SourceFinished
+
+    if not _can_capture():
+        pytest.skip("tcpdump cannot capture on lo here (root or the capture capability)")
+    capture = LiveCapture("lo", ports=[9], write=str(tmp_path / "cut.pcapng"))
+    os.kill(capture.child.pid, signal.SIGKILL)
+    updates = list(capture.updates())  # no stop event: it ends by itself
+    said = [u.diagnostic for u in updates if isinstance(u, DiagnosticFound)]
+    assert [d.code for d in said] == ["capture.ended"]
+    assert said[0].message.startswith("tcpdump exited by itself (status -9): ")
+    assert capture.exit_status == -signal.SIGKILL
+    assert any(isinstance(u, SourceFinished) for u in updates)

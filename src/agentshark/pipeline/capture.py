@@ -92,7 +92,6 @@ class LiveCapture:
         self.gate = KeyGate(wait=key_wait) if keylogs else None
         self._keys = [TailFile(p) for p in keylogs]
         self._feed = PcapFeed(self.name)
-        self._out: BinaryIO | None = Path(write).open("wb") if write else None  # noqa: SIM115
         self.counts = {"packets": 0, "bytes": 0, "exchanges": 0, "calls": 0, "traces": 0}
         self._said: set[int] = set()
         self._pending: list[Update] = self._translate(self.run.start())
@@ -100,11 +99,11 @@ class LiveCapture:
         self._units = 1_000_000  # timestamp units per second of the interface
         self._closed = False
         self.exit_status: int | None = None  # tcpdump's, once it exited
+        self.child = TcpdumpChild(interface, self.expression, tcpdump=tcpdump)
         try:
-            self.child = TcpdumpChild(interface, self.expression, tcpdump=tcpdump)
-        except BaseException:
-            if self._out is not None:
-                self._out.close()
+            self._out: BinaryIO | None = Path(write).open("wb") if write else None  # noqa: SIM115
+        except OSError:
+            self.child.close()
             raise
         self.started = clock()
         self.last_packet = self.started  # when a packet last came
@@ -164,6 +163,8 @@ class LiveCapture:
         while not self.child.eof and not self.child.overdue():
             out.extend(self.poll(POLL_INTERVAL))
         self.exit_status = self.child.close()
+        if self.child.by_itself:
+            out.append(DiagnosticFound(path=self.name, diagnostic=self._exited()))
         self._closed = True
         out.extend(self._read_keys(final=True))
         blocks: list[bytes] = []
@@ -198,6 +199,9 @@ class LiveCapture:
         )
 
     # -- inside -------------------------------------------------------------------------
+
+    def _exited(self) -> Diagnostic:
+        return _exited_diagnostic(self.name, self.exit_status, self.child.stderr)
 
     def _records(
         self, items: Sequence[CaptureItem], blocks: list[bytes], out: list[Update], now: float
@@ -273,6 +277,16 @@ class LiveCapture:
                     self._said.add(id(d))
                     out.append(DiagnosticFound(path=report.path, diagnostic=d))
         return out
+
+
+def _exited_diagnostic(name: str, status: int | None, said: str) -> Diagnostic:
+    last = said.strip().splitlines()[-1] if said.strip() else "it said nothing"
+    return Diagnostic(
+        code="capture.ended",
+        severity="error",
+        location=name,
+        message=f"tcpdump exited by itself (status {status}): {last}; the capture ends there",
+    )
 
 
 def _never(path: str) -> Diagnostic:

@@ -107,6 +107,7 @@ class TcpdumpChild:
         self.stderr = ""  # what it said (its counters at the end)
         self.eof = False
         self.stopped_at: float | None = None  # when it was told to stop
+        self.by_itself = False  # whether its pipe closed before it was told to stop
         self._early: list[bytes] = []  # pcap bytes written before it said it listens
         self._proc = subprocess.Popen(
             self.command,
@@ -173,6 +174,7 @@ class TcpdumpChild:
                     break
                 if not data:
                     self.eof = True
+                    self.by_itself = self.stopped_at is None
                     break
                 out.append(data)
         return out
