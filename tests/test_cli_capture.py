@@ -216,3 +216,27 @@ def test_a_tcpdump_that_dies_ends_the_capture_with_a_diagnostic(tmp_path: Path) 
     assert said[0].message.startswith("tcpdump exited by itself (status -9): ")
     assert capture.exit_status == -signal.SIGKILL
     assert any(isinstance(u, SourceFinished) for u in updates)
+
+
+@needs_tcpdump
+def test_sigterm_stops_the_capture_with_the_summary(tmp_path: Path) -> None:
+    import signal
+
+    if not _can_capture():
+        pytest.skip("tcpdump cannot capture on lo here (root or the capture capability)")
+    out = tmp_path / "term.pcapng"
+    proc = subprocess.Popen(
+        [*CAPTURE, "--port", "9", "-w", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    assert proc.stderr.readline().startswith("agentshark: capturing on lo (tcp and (port 9))")
+    proc.send_signal(signal.SIGTERM)
+    stdout, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert err.startswith("\nagentshark: stopped by SIGTERM: captured on lo for ")
+    assert f"wrote {out}" in err
+    assert "0 calls: no HTTP exchanges in the input" in stdout  # the trees, as analyze says
+    assert main(["calls", str(out)]) == 0  # the file is whole
