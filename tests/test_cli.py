@@ -403,6 +403,8 @@ def test_help_has_a_line_per_argument_and_examples() -> None:
             "mcp-server",
             "proxy",
             "ca",
+            "capture",
+            "mcp-tap",
         ),
     }
     found |= commands(found.pop("export"), "export ")  # a group: its formats are the commands

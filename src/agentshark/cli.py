@@ -88,6 +88,8 @@ class UsageError(Exception):
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if getattr(args, "run", None) is not None:  # commands that run themselves (cli_capture...)
+        return int(args.run(args))
     if args.command == "serve":
         return cli_view.run_serve(args)
     if args.command == "mcp-server":

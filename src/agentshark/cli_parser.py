@@ -13,10 +13,12 @@ import textwrap
 from typing import Any
 
 from agentshark import __version__, cli_view
+from agentshark.cli_capture import add_capture_parser
 from agentshark.cli_export import add_export_parser
 from agentshark.cli_follow import add_follow_options
 from agentshark.cli_mcp import add_mcp_parser
 from agentshark.cli_proxy import add_proxy_parser
+from agentshark.cli_tap import add_tap_parser
 from agentshark.output.screen import COLOR_CHOICES
 from agentshark.pipeline import Options
 
@@ -239,6 +241,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_export_parser(sub)
     add_mcp_parser(sub, _command, _size_arg)
     add_proxy_parser(sub)
+    add_capture_parser(sub, _command, _size_arg)
+    add_tap_parser(sub, _command)
     return parser
 
 
