@@ -244,6 +244,8 @@ def _exchange_item(ex: Exchange, conn: Conn | None) -> Item:
         out.pop(name)
     if ex.transport != "h2":
         out.pop("stream")
+        if "operation" in out:  # a wire operation's place on its connection: as ``stream``
+            out["operation"].pop("index")
         key: tuple[Any, ...] = (ex.request.started if ex.request else None,)
     else:
         key = ("h2", ex.stream)

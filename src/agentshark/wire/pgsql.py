@@ -144,8 +144,21 @@ class PgSession:
         return self._take(direction, self._readers[direction].feed(data, ts))
 
     def gap(self, direction: int, size: int, ts: float) -> list[Operation]:
+        """Lost bytes. The client's may hold parts of any request still waiting (a password
+        message of the startup, a Bind's parameters...): those requests are not whole."""
         if self._encrypted:
             return []
+        if direction == 0:
+            for item in self._queue:
+                if item.op is not None and item.op.request_complete:
+                    item.op.request_complete = False
+                    item.op.diagnostics.append(
+                        Diagnostic(
+                            code="pg.request_gap",
+                            message=f"{size} client bytes were lost while this "
+                            f"{item.op.kind} waited for its answer: its request may lack parts",
+                        )
+                    )
         return self._take(direction, self._readers[direction].gap(size, ts))
 
     def end(self, direction: int, ts: float, *, clean: bool) -> list[Operation]:
