@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote
 
+from agentshark.apis.grpc_view import STATUS_NAMES
 from agentshark.apis.protos import schemas_for
 from agentshark.framing import media_type
 from agentshark.framing.events import GrpcMessage
@@ -27,27 +28,6 @@ from agentshark.output.redact import Redactor
 __all__ = ["STATUS_NAMES", "GrpcNamer", "grpc_json", "grpc_message_json", "grpc_namer"]
 
 GrpcNamer = Callable[[bytes], dict[str, Any]]  # a message's payload -> its named reading
-
-# https://grpc.github.io/grpc/core/md_doc_statuscodes.html
-STATUS_NAMES = (
-    "OK",
-    "CANCELLED",
-    "UNKNOWN",
-    "INVALID_ARGUMENT",
-    "DEADLINE_EXCEEDED",
-    "NOT_FOUND",
-    "ALREADY_EXISTS",
-    "PERMISSION_DENIED",
-    "RESOURCE_EXHAUSTED",
-    "FAILED_PRECONDITION",
-    "ABORTED",
-    "OUT_OF_RANGE",
-    "UNIMPLEMENTED",
-    "INTERNAL",
-    "UNAVAILABLE",
-    "DATA_LOSS",
-    "UNAUTHENTICATED",
-)
 
 
 def grpc_json(ex: Exchange) -> dict[str, Any] | None:
