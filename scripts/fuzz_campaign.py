@@ -376,6 +376,8 @@ def deadline_of(until: str | None) -> float:
     hour, minute = map(int, until.split(":"))
     now = dt.datetime.now()
     when = now.replace(hour=hour, minute=minute, second=0, microsecond=0)
+    if when <= now:  # a time already past today is tomorrow's (a run across midnight)
+        when += dt.timedelta(days=1)
     return time.time() + (when - now).total_seconds()
 
 

@@ -33,7 +33,7 @@ from agentshark.model import Body, Exchange, Headers, Request, Response, WsRecor
 from agentshark.output.grpc import GrpcNamer, grpc_json, grpc_message_json, grpc_namer
 from agentshark.output.redact import Redactor, redactor
 from agentshark.pipeline import ConnectionReport, SourceReport
-from agentshark.wire.events import Operation
+from agentshark.wire.events import Operation, QueueMessage
 
 SCHEMA = "agentshark.report/1"
 SNIFF_HEAD = 4096  # enough for a whole first NDJSON line in practice
@@ -155,10 +155,38 @@ def operation_json(op: Operation, opts: RenderOptions) -> dict[str, Any]:
         "role": op.role,
         "details": op.details,
     }
+    if op.messages:  # a queue protocol's messages (published, delivered, settled)
+        out["messages"] = [queue_message_json(m) for m in op.messages]
     if opts.events:
         out["values"] = op.values
         out["values_cut"] = op.values_cut
     return out
+
+
+def queue_message_json(message: QueueMessage) -> dict[str, Any]:
+    """One queue message (README, Report): every field, so absent identities read as null."""
+    return {
+        "system": message.system,
+        "action": message.action,
+        "destination": message.destination,
+        "routing_key": message.routing_key,
+        "partition": message.partition,
+        "offset": message.offset,
+        "message_id": message.message_id,
+        "correlation_id": message.correlation_id,
+        "reply_to": message.reply_to,
+        "channel": message.channel,
+        "delivery_tag": message.delivery_tag,
+        "multiple": message.multiple,
+        "requeue": message.requeue,
+        "redelivered": message.redelivered,
+        "key": message.key,
+        "headers": message.headers,
+        "payload": message.payload,
+        "size": message.size,
+        "timestamp": message.timestamp,
+        "details": message.details,
+    }
 
 
 def ws_message_json(record: WsRecord, opts: RenderOptions) -> dict[str, Any]:

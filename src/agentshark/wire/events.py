@@ -11,6 +11,12 @@ and the trace's tool matching see it like any exchange.
 Values are kept as they were sent: text parameters as strings, binary ones as
 ``{"format": "binary", "base64": ...}``, SQL NULL as None. Result values (``values``) are
 bounded and written only when the report asks for events.
+
+Queue and bus protocols (Kafka, AMQP, Redis used as a queue) also say which messages an
+operation carries: :class:`QueueMessage` values in ``Operation.messages``, one per message
+published, delivered or settled, in the one shape every protocol fills, so the trace joins a
+message's life (publish -> deliver -> ack/nack/reject, a dead letter) across protocols and
+connections without knowing them.
 """
 
 from __future__ import annotations
@@ -21,6 +27,52 @@ from typing import Any, Protocol
 from agentshark.errors import Diagnostic
 
 Json = Any
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueueMessage:
+    """One message of a queue or bus, as one operation publishes, delivers or settles it.
+
+    ``system``: the protocol's family (``kafka``, ``amqp``, ``redis``). ``action``: what the
+    operation does with the message: ``publish`` (a Kafka Produce record, an AMQP
+    basic.publish, an XADD/LPUSH), ``deliver`` (a Fetch record, a basic.deliver or
+    basic.get-ok, an XREADGROUP/BRPOP reply), ``ack``, ``nack``, ``reject`` (an AMQP settlement
+    by delivery tag, an XACK by entry id), ``commit`` (a Kafka OffsetCommit: every offset
+    below ``offset`` of the partition is consumed). Only what the bytes say is filled: an
+    identity the protocol did not carry is None, never made up.
+
+    Identities, as the protocol gives them: ``destination`` (Kafka topic; AMQP exchange on
+    publish, queue on deliver when known; Redis key), ``routing_key`` (AMQP),
+    ``partition``/``offset`` (Kafka), ``message_id`` (the AMQP ``message_id`` property, a
+    Redis stream entry id), ``correlation_id``/``reply_to`` (AMQP properties), ``channel``/
+    ``delivery_tag`` (AMQP: a settlement names its delivery by these; ``multiple`` settles
+    every tag up to it), ``key`` (a Kafka record key, as text when it is UTF-8). ``headers``:
+    the message's headers/application properties as sent (``traceparent`` among them when the
+    producer propagated trace context). ``payload``: the body as JSON when it parses, else as
+    text when UTF-8, else None (``size`` always counts its bytes); bounded like bodies.
+    ``timestamp``: the message's own time when the protocol carries one (epoch seconds).
+    """
+
+    system: str
+    action: str
+    destination: str | None = None
+    routing_key: str | None = None
+    partition: int | None = None
+    offset: int | None = None
+    message_id: str | None = None
+    correlation_id: str | None = None
+    reply_to: str | None = None
+    channel: int | None = None
+    delivery_tag: int | None = None
+    multiple: bool = False
+    requeue: bool | None = None  # nack/reject: the broker was asked to requeue it
+    redelivered: bool | None = None
+    key: Json = None
+    headers: dict[str, Json] = field(default_factory=dict)
+    payload: Json = None
+    size: int | None = None
+    timestamp: float | None = None
+    details: dict[str, Json] = field(default_factory=dict)  # the protocol's other fields
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -56,6 +108,7 @@ class Operation:
     values: list[list[Json]] | None = None  # result rows, bounded (only with --events)
     values_cut: bool = False  # more rows (or bytes) came than ``values`` keeps
     details: dict[str, Json] = field(default_factory=dict)
+    messages: list[QueueMessage] = field(default_factory=list)  # a queue protocol's messages
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
     def summary(self) -> str:
