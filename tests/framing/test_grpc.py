@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from agentshark.errors import Diagnostic
 from agentshark.framing import decode_stream, detect_framing
 from agentshark.framing.events import GrpcMessage
-from agentshark.framing.grpc import GrpcDecoder, decode_grpc_web_text
+from agentshark.framing.grpc import GrpcDecoder, binary_metadata, decode_grpc_web_text
 from agentshark.framing.protobuf import decode_raw
 from agentshark.model import Exchange
 from agentshark.output.report import RenderOptions, exchange_json
@@ -236,3 +236,25 @@ def test_a_schema_that_does_not_fit_keeps_the_raw_reading() -> None:
         {"field": 1, "wire": "varint", "value": 1}
     ]
     assert Wrong().to_json("x.Y", b"")[1] is not None
+
+
+def _as_h2_reader_gives(raw: bytes) -> str:
+    """A header value as the HTTP/2 reader turns its bytes into text (http/h2_hpack.py)."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("latin-1")
+
+
+@given(st.binary(max_size=64))
+def test_true_binary_metadata_comes_back_exactly(raw: bytes) -> None:
+    assert binary_metadata(_as_h2_reader_gives(b"\x00" + raw)) == raw
+
+
+def test_binary_metadata_cases() -> None:
+    assert binary_metadata("CAMSBGJvb20") == b"\x08\x03\x12\x04boom"  # base64, no padding
+    assert binary_metadata("CAMSBGJvb20=") == b"\x08\x03\x12\x04boom"
+    # bytes that are valid UTF-8 but whose characters re-encode in Latin-1 to valid UTF-8 too
+    assert binary_metadata(_as_h2_reader_gives(b"\x00\xc3\x83\xc2\xa9")) == b"\xc3\x83\xc2\xa9"
+    assert binary_metadata(_as_h2_reader_gives(b"\x00\x08\xff")) == b"\x08\xff"
+    assert binary_metadata("not base64!") is None

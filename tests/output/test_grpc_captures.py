@@ -20,7 +20,6 @@ from google.protobuf import json_format, message_factory
 from agentshark.framing.proto_schema import ProtoSchemas, load_schemas
 from agentshark.framing.protobuf import decode_raw
 from agentshark.model import Exchange
-from agentshark.output.grpc import _true_binary
 from agentshark.output.jsonreport import JsonReportWriter
 from agentshark.output.report import RenderOptions, exchange_json
 from agentshark.pipeline import run
@@ -153,13 +152,6 @@ def test_status_details_and_deadline() -> None:
     slow = reports["DEADLINE_EXCEEDED"]["grpc"]
     assert slow["timeout"] is not None and slow["timeout"].endswith("m")
     assert abs(int(slow["timeout"][:-1]) / 1000 - want["DEADLINE_EXCEEDED"]["timeout_s"]) < 0.05
-
-
-def test_true_binary_metadata_reads_back_its_bytes() -> None:
-    raw = b"\x08\x03\x12\x02\xc3\xa9"  # a Status whose message is UTF-8
-    assert _true_binary(raw.decode("utf-8")) == raw
-    raw = b"\x08\x03\x1a\x02\xe9\x01"  # bytes that are not UTF-8 arrive as Latin-1 text
-    assert _true_binary(raw.decode("latin-1")) == raw
 
 
 def test_reflection_in_the_capture_names_every_call() -> None:

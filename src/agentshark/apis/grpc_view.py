@@ -16,7 +16,6 @@ package are all said by Diagnostics.
 
 from __future__ import annotations
 
-import base64
 from dataclasses import dataclass
 from urllib.parse import unquote
 
@@ -26,7 +25,7 @@ from agentshark.apis.view import ExchangeView
 from agentshark.errors import Diagnostic
 from agentshark.framing import media_type
 from agentshark.framing.events import GrpcMessage
-from agentshark.framing.grpc import GrpcDecoder
+from agentshark.framing.grpc import GrpcDecoder, binary_metadata
 from agentshark.model import header
 
 __all__ = [
@@ -151,41 +150,15 @@ def read_side(
 
 
 def status_details(view: ExchangeView) -> bytes | None:
-    """The bytes of ``grpc-status-details-bin`` (trailers, else headers), or None.
-
-    Binary metadata (a ``-bin`` key) is sent base64-encoded, padding optional
-    (https://github.com/grpc/grpc/blob/master/doc/PROTOCOL-HTTP2.md); a peer that allowed
-    it (grpc-core's ``GRPC_ALLOW_TRUE_BINARY_METADATA`` setting) may instead send the raw
-    bytes after a NUL byte, as gRPC C-core does on loopback.
-    """
+    """The bytes of ``grpc-status-details-bin`` (trailers, else headers), or None
+    (:func:`~agentshark.framing.grpc.binary_metadata` reads base64 and true binary values)."""
     resp = view.exchange.response
     if resp is None:
         return None
     value = header(resp.trailers, "grpc-status-details-bin") or header(
         resp.headers, "grpc-status-details-bin"
     )
-    if not value:
-        return None
-    if value.startswith("\x00"):
-        return _header_bytes(value[1:])
-    try:
-        return base64.b64decode(value + "=" * (-len(value) % 4))
-    except ValueError:
-        return None
-
-
-def _header_bytes(text: str) -> bytes:
-    """The bytes of a header value as the HTTP/2 reader decoded them: UTF-8 when they were
-    valid UTF-8, else Latin-1 (so bytes that re-encode to valid UTF-8 came the first way)."""
-    try:
-        raw = text.encode("latin-1")
-    except UnicodeEncodeError:
-        return text.encode("utf-8")
-    try:
-        raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return raw
-    return text.encode("utf-8")
+    return binary_metadata(value) if value else None
 
 
 def grpc_status(view: ExchangeView) -> GrpcStatus:

@@ -25,7 +25,7 @@ import zstandard
 from agentshark.errors import Diagnostic
 from agentshark.framing.events import GrpcMessage, at
 
-__all__ = ["GrpcDecoder", "GrpcMessage", "decode_grpc_web_text"]
+__all__ = ["GrpcDecoder", "GrpcMessage", "binary_metadata", "decode_grpc_web_text"]
 
 _MAX_MESSAGE = 4 << 20  # gRPC's own default receive limit
 
@@ -182,3 +182,36 @@ def decode_grpc_web_text(body: bytes) -> tuple[bytes, str | None]:
             return bytes(out), f"not base64 at byte {pos} ({exc})"
         pos = end
     return bytes(out), None
+
+
+def binary_metadata(value: str) -> bytes | None:
+    """The bytes of a binary metadata value (a ``-bin`` key, such as
+    ``grpc-status-details-bin``), or None when it is not base64.
+
+    Binary metadata is sent base64-encoded, padding optional
+    (https://github.com/grpc/grpc/blob/master/doc/PROTOCOL-HTTP2.md); a peer that allowed
+    it may instead send the raw bytes after a NUL byte ("true binary" metadata,
+    https://github.com/grpc/proposal/blob/master/G1-true-binary-metadata.md; gRPC C-core does
+    on loopback when both peers set HTTP/2 setting 0xFE03). The HTTP/2 reader gives header
+    values as text, decoded as UTF-8 when the bytes were valid UTF-8 and as Latin-1 otherwise,
+    so the bytes are recovered exactly: Latin-1 when that re-encoding is not valid UTF-8 (it
+    came that way), else UTF-8.
+    """
+    if value.startswith("\x00"):
+        return _header_bytes(value[1:])
+    try:
+        return base64.b64decode(value + "=" * (-len(value) % 4))
+    except ValueError:
+        return None
+
+
+def _header_bytes(text: str) -> bytes:
+    try:
+        raw = text.encode("latin-1")
+    except UnicodeEncodeError:
+        return text.encode("utf-8")
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw
+    return text.encode("utf-8")

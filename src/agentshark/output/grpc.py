@@ -20,8 +20,9 @@ from agentshark.apis.grpc_view import STATUS_NAMES
 from agentshark.apis.protos import schemas_for
 from agentshark.framing import media_type
 from agentshark.framing.events import GrpcMessage
+from agentshark.framing.grpc import binary_metadata
 from agentshark.framing.proto_schema import ProtoSchemas
-from agentshark.framing.protobuf import decode_raw, wire_fields
+from agentshark.framing.protobuf import decode_raw
 from agentshark.model import Exchange, header
 from agentshark.output.redact import Redactor
 
@@ -68,33 +69,14 @@ def grpc_json(ex: Exchange) -> dict[str, Any] | None:
 
 def _status_details(value: str | None) -> list[dict[str, Any]] | None:
     """``grpc-status-details-bin``: a ``google.rpc.Status`` (code 1, message 2, details 3 as
-    ``Any``), base64 without padding as binary metadata is sent; its fields as read without
-    a schema. A value that starts with a NUL byte is gRPC's true binary metadata (raw bytes,
-    https://github.com/grpc/proposal/blob/master/G1-true-binary-metadata.md; grpc-core
-    sends it when both peers set HTTP/2 setting 0xFE03)."""
+    ``Any``), as binary metadata is sent (base64, or true binary after a NUL:
+    :func:`~agentshark.framing.grpc.binary_metadata`); its fields as read without a schema."""
     if not value:
         return None
-    if value.startswith("\x00"):
-        return decode_raw(_true_binary(value[1:]))
-    try:
-        data = base64.b64decode(value + "=" * (-len(value) % 4), validate=False)
-    except ValueError:
+    data = binary_metadata(value)
+    if data is None:
         return [{"error": "not base64", "offset": 0}]
     return decode_raw(data)
-
-
-def _true_binary(text: str) -> bytes:
-    """The bytes of a true binary header value. Header values arrive as text (UTF-8 when
-    the bytes are UTF-8, else Latin-1), which a value of 0x80-0xFF characters leaves
-    ambiguous: the reading that parses as a protobuf message to its end is taken."""
-    utf8 = text.encode("utf-8")
-    try:
-        latin = text.encode("latin-1")
-    except UnicodeEncodeError:
-        return utf8
-    if latin == utf8 or wire_fields(utf8) is not None:
-        return utf8
-    return latin
 
 
 def grpc_namer(ex: Exchange, schemas: ProtoSchemas | None, *, request: bool) -> GrpcNamer | None:
