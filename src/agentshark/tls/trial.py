@@ -232,7 +232,8 @@ class KeyTrial:
             info = self.info
             info.version = version_name(TLS13)
             info.cipher_suite = suite.name
-            info.unknown += ["resumed", "alpn"]  # in the ServerHello; alpn: until EE is read
+            # in the ServerHello (and a HelloRetryRequest before it); alpn: until EE is read
+            info.unknown += ["resumed", "alpn", "hello_retry"]
             self._note(out, d, "tls.suite_by_trial", connection=True, suite=suite.name)
             other = self._dirs[1 - d.index]
             if other.resync is not None and not other.resync.waiting:
