@@ -1,5 +1,6 @@
 """Make loopback captures of the official PostgreSQL client for Python (psycopg 3) talking
-to a real PostgreSQL server, in ``tests/data/captures/pg_psycopg/`` and ``pg_agent/``.
+to a real PostgreSQL server, in ``tests/data/captures/pg_psycopg/``, ``pg_tls/`` and
+``pg_agent/``.
 
     python3 scripts/make_pg_captures.py                 # both; needs root (tcpdump, runuser)
     python3 scripts/make_pg_captures.py --only pg_agent
@@ -13,6 +14,16 @@ prepared statement used twice, a statement that fails (42P01), simple-protocol q
 through a ``ClientCursor`` (a multi-statement string, a division by zero: 22012),
 LISTEN/NOTIFY, a statement cancelled from another connection (CancelRequest; 57014), then a
 second connection whose password is wrong (28P01).
+
+``pg_tls`` is the same session over TLS: the server has a self-signed certificate, the
+client connects with ``sslmode=require`` (an SSLRequest answered ``S``, then TLS 1.3) and
+libpq 18 writes the session keys to ``keys.log`` (``sslkeylogfile``).
+
+``pg_direct_tls`` is that session with PostgreSQL 17's direct TLS (``sslnegotiation=direct``:
+no SSLRequest, the ClientHello first with ALPN ``postgresql``). PostgreSQL 15 does not accept
+it, so a relay of this script on 127.0.0.1 terminates the TLS (Python's ``ssl``, ALPN
+``postgresql``) and passes the bytes on to the server in cleartext; only the client's side of
+the relay is captured.
 
 ``truth.json`` holds the client's own record of each statement, in order: the query as
 psycopg sent it (``$n`` placeholders; the literal text for a ClientCursor), the parameters
@@ -66,8 +77,11 @@ USER = "agent"
 PASSWORD = "pg-s3cret-never-shown"
 
 
-def start_cluster(folder: Path) -> subprocess.Popen[bytes]:
+def start_cluster(folder: Path, *, tls: bool = False) -> subprocess.Popen[bytes]:
+    """A throw-away cluster in ``folder``; ``tls``: with a self-signed certificate, so a
+    client's SSLRequest is answered ``S``."""
     data = folder / "data"
+    port_free(PORT)
     pwfile = folder / "pw"
     pwfile.write_text(PASSWORD + "\n")
     shutil.chown(folder, "postgres")
@@ -99,8 +113,7 @@ def start_cluster(folder: Path) -> subprocess.Popen[bytes]:
             str(folder),
             "-c",
             "listen_addresses=127.0.0.1",
-            "-c",
-            "ssl=off",
+            *ssl_options(folder, tls),
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -115,6 +128,105 @@ def start_cluster(folder: Path) -> subprocess.Popen[bytes]:
         time.sleep(0.1)
     server.terminate()
     raise genlib.ToolError("postgres did not start")
+
+
+def port_free(port: int) -> None:
+    """Stop here if something already listens on ``port`` (a cluster left running would
+    answer pg_isready in the new one's place)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as postgres binds
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError as exc:
+            raise genlib.ToolError(f"127.0.0.1:{port} is in use ({exc})") from exc
+
+
+def ssl_options(folder: Path, tls: bool) -> list[str]:
+    if not tls:
+        return ["-c", "ssl=off"]
+    certs = genlib.make_test_certs(folder)
+    for name in ("rsa", "rsa_key"):
+        shutil.chown(certs[name], "postgres")
+        certs[name].chmod(0o600)
+    return [
+        *("-c", "ssl=on"),
+        *("-c", f"ssl_cert_file={certs['rsa']}"),
+        *("-c", f"ssl_key_file={certs['rsa_key']}"),
+    ]
+
+
+RELAY_PORT = 54331
+
+
+class TlsRelay:
+    """Direct-TLS PostgreSQL on RELAY_PORT for a server that only knows SSLRequest: each
+    connection's TLS is terminated here (ALPN ``postgresql``, which libpq requires) and its
+    bytes are relayed both ways to the server on PORT. It runs in a process of its own: libpq's
+    cancel blocks the client's process while it waits for the server to hang up."""
+
+    def __init__(self, cert: Path, key: Path) -> None:
+        import multiprocessing
+        import socket
+        import ssl
+
+        self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self.context.load_cert_chain(cert, key)
+        self.context.set_alpn_protocols(["postgresql"])
+        self.listener = socket.create_server(("127.0.0.1", RELAY_PORT))
+        self.process = multiprocessing.get_context("fork").Process(target=self._accept)
+        self.process.start()
+        self.listener.close()  # the relay's process has it
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                raw, _ = self.listener.accept()
+            except OSError:  # closed
+                return
+            threading.Thread(target=self._serve, args=(raw,), daemon=True).start()
+
+    def _serve(self, raw: Any) -> None:
+        """TLS when the client starts with a TLS record; otherwise (libpq's CancelRequest is
+        sent in cleartext) the bytes as they come, as PostgreSQL 17 takes both."""
+        import socket
+
+        raw.settimeout(10)
+        try:
+            first = raw.recv(1, socket.MSG_PEEK)
+            client = self.context.wrap_socket(raw, server_side=True) if first == b"\x16" else raw
+        except OSError:
+            raw.close()
+            return
+        client.settimeout(None)
+        server = socket.create_connection(("127.0.0.1", PORT))
+        self._pump(client, server)
+
+    @staticmethod
+    def _pump(client: Any, server: Any) -> None:
+        """Both directions in one thread (an SSL socket is not read and written from two)."""
+        import select
+
+        ends = {client: server, server: client}
+        try:
+            while True:
+                pending = hasattr(client, "pending") and client.pending()
+                ready = [client] if pending else select.select(list(ends), [], [])[0]
+                for src in ready:
+                    data = src.recv(65536)
+                    if not data:
+                        return
+                    ends[src].sendall(data)
+        except OSError:
+            return
+        finally:
+            client.close()
+            server.close()
+
+    def close(self) -> None:
+        self.process.terminate()
+        self.process.join()
 
 
 def placeholders(query: str) -> str:
@@ -148,10 +260,11 @@ def statement(cur: Any, query: str, params: Any = None, *, simple: bool = False)
     return out
 
 
-def session(record: list[dict[str, Any]], notes: list[dict[str, Any]]) -> None:
+def session(record: list[dict[str, Any]], notes: list[dict[str, Any]], tls: str = "") -> None:
+    """``tls``: more connection parameters (``sslmode=require sslkeylogfile=...``)."""
     import psycopg
 
-    dsn = f"host=127.0.0.1 port={PORT} user={USER} password={PASSWORD} dbname=postgres"
+    dsn = f"host=127.0.0.1 port={PORT} user={USER} password={PASSWORD} dbname=postgres {tls}"
     with psycopg.connect(dsn, autocommit=True, application_name="agentshark-test") as conn:
         cur = conn.cursor()
 
@@ -205,7 +318,7 @@ def session(record: list[dict[str, Any]], notes: list[dict[str, Any]]) -> None:
         timer.join()
     try:
         psycopg.connect(
-            f"host=127.0.0.1 port={PORT} user={USER} password=wrong dbname=postgres"
+            f"host=127.0.0.1 port={PORT} user={USER} password=wrong dbname=postgres {tls}"
         ).close()
     except psycopg.OperationalError:
         record.append({"startup_refused": True, "sqlstate": "28P01"})
@@ -338,7 +451,7 @@ def capture_agent(tcpdump: str, folder: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", choices=("pg_psycopg", "pg_agent"))
+    parser.add_argument("--only", choices=("pg_psycopg", "pg_agent", "pg_tls", "pg_direct_tls"))
     parser.add_argument("--out", type=Path, default=CAPTURES_DIR, help="parent of the folders")
     args = parser.parse_args()
     if os.geteuid() != 0:
@@ -348,24 +461,47 @@ def main() -> None:
         capture_statements(tcpdump, args.out / "pg_psycopg")
     if args.only in (None, "pg_agent"):
         capture_agent(tcpdump, args.out / "pg_agent")
+    if args.only in (None, "pg_tls"):
+        capture_statements(tcpdump, args.out / "pg_tls", tls=True)
+    if args.only in (None, "pg_direct_tls"):
+        capture_statements(tcpdump, args.out / "pg_direct_tls", tls=True, direct=True)
 
 
-def capture_statements(tcpdump: str, folder: Path) -> None:
+def capture_statements(
+    tcpdump: str, folder: Path, *, tls: bool = False, direct: bool = False
+) -> None:
+    """``pg_psycopg``, or with ``tls`` ``pg_tls``: the same session over TLS
+    (``sslmode=require``), libpq writing the session keys to ``keys.log``
+    (``sslkeylogfile``, libpq 18); with ``direct`` too, ``pg_direct_tls`` (through the relay)."""
+    folder.mkdir(parents=True, exist_ok=True)
     pcap = folder / "capture.pcap"
+    keylog = folder / "keys.log"
+    keylog.unlink(missing_ok=True)
+    options = f"sslmode=require sslkeylogfile={keylog}" if tls else ""
+    port = RELAY_PORT if direct else PORT
+    if direct:
+        options += f" sslnegotiation=direct port={RELAY_PORT}"
+    relay = None
     with tempfile.TemporaryDirectory(prefix="agentshark-pg-") as tmp:
-        server = start_cluster(Path(tmp))
-        capture = genlib.Tcpdump(tcpdump, pcap, PORT, buffer_kib=65536)
+        server = start_cluster(Path(tmp), tls=tls)
+        if direct:
+            relay = TlsRelay(Path(tmp) / "rsa.pem", Path(tmp) / "rsa.key")
+        capture = genlib.Tcpdump(tcpdump, pcap, port, buffer_kib=65536)
         try:
             capture.start()
             record: list[dict[str, Any]] = []
             notes: list[dict[str, Any]] = []
-            session(record, notes)
+            session(record, notes, options)
             counters = capture.stop()
         finally:
+            if relay is not None:
+                relay.close()
             genlib.stop_process(server)
+    if tls and not keylog.exists():
+        raise genlib.ToolError("libpq wrote no key log: sslkeylogfile needs libpq 18")
     truth = {
         "made_by": "scripts/make_pg_captures.py",
-        "server": f"127.0.0.1:{PORT}",
+        "server": f"127.0.0.1:{port}",
         "user": USER,
         "password": PASSWORD,
         "statements": record,
@@ -379,7 +515,9 @@ def capture_statements(tcpdump: str, folder: Path) -> None:
     }
     genlib.write_json(folder / "truth.json", truth)
     genlib.write_json(folder / "run.json", run)
-    genlib.log(f"pg_psycopg: {run['packets']} packets, {len(record)} statements, {counters}")
+    if tls:
+        run["keylog"] = genlib.keylog_labels(keylog)
+    genlib.log(f"{folder.name}: {run['packets']} packets, {len(record)} statements, {counters}")
 
 
 def server_version() -> str:

@@ -12,7 +12,7 @@ demand.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from agentshark.errors import Diagnostic
 
@@ -36,6 +36,33 @@ def header(headers: Headers, name: str) -> str | None:
 def header_values(headers: Headers, name: str) -> list[str]:
     lname = name.lower()
     return [v for k, v in headers if k.lower() == lname]
+
+
+_EXCHANGE_TLS_FACTS = (
+    "version",
+    "cipher_suite",
+    "sni",
+    "alpn",
+    "client_random",
+    "resumed",
+    "unknown",  # the facts above that a lost hello took (absent when none)
+)
+
+
+class TlsFacts(Protocol):
+    """What an exchange records of the TLS session that carried it (never key material)."""
+
+    def to_json(self) -> dict[str, object]: ...
+
+
+def exchange_tls_facts(tls: TlsFacts | None) -> dict[str, object] | None:
+    """The session facts an exchange carries (``Exchange.tls``), read when the exchange is
+    made; the running counters (records, key updates) and the handshake's own details stay on
+    the connection's report."""
+    if tls is None:
+        return None
+    facts = tls.to_json()
+    return {k: facts[k] for k in _EXCHANGE_TLS_FACTS if k in facts}
 
 
 @dataclass(slots=True, kw_only=True)

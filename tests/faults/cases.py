@@ -66,6 +66,7 @@ INPUTS: tuple[Input, ...] = (
     _own("xai_chat_grpc", "xAI chat over gRPC (xai_sdk)"),
     _own("graphql_strawberry", "GraphQL over HTTP/1 (Strawberry)"),
     _own("pg_psycopg", "PostgreSQL v3 (psycopg 3)"),
+    _own("pg_tls", "PostgreSQL v3 over TLS 1.3 after an SSLRequest (psycopg 3)", keys=True),
     _own("redis_py", "Redis RESP (redis-py)"),
 )
 

@@ -86,3 +86,18 @@ def test_regressions_found_at_higher_seeds(name: str, fault: str, seed: int) -> 
     assert all(v.outcome == "identical" for v in unaffected), _explain(
         result, [v for v in unaffected if v.outcome != "identical"]
     )
+
+
+def test_a_lost_hello_retry_request_is_said_unknown() -> None:
+    """PostgreSQL over TLS 1.3 with a HelloRetryRequest, whose segment is lost: the session is
+    found by trial, and every exchange after it says the handshake facts it cannot know
+    (``hello_retry``, ``resumed``) are unknown instead of reporting them false. (The seed also
+    drops the ``S`` of the last connection's SSLRequest: its TLS never starts, and what it held
+    is reported missing or incomplete, with the reason.)"""
+    inp = next(i for i in INPUTS if i.name == "pg_tls")
+    result = run_case(inp.name, inp.path, inp.keylog, "drop_data_5", 1)
+    assert not [v for v in result.verdicts if v.outcome == "wrong"], _explain(result, [])
+    unaffected = [v for v in result.verdicts if not v.affected and v.kind == "exchange"]
+    outcomes = {v.outcome for v in unaffected}
+    assert "facts_unknown" in outcomes
+    assert outcomes <= {"identical", "facts_unknown", "incomplete", "absent_diag"}

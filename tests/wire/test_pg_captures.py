@@ -1,7 +1,7 @@
 """PostgreSQL captures made by scripts/make_pg_captures.py (psycopg 3 against a real
-PostgreSQL 15 on loopback): every statement against the client's own record, the message
-counts against tshark's pgsql dissector, the password nowhere in the report, and the agent
-run's SQL linked to the model's tool call."""
+PostgreSQL 15 on loopback, in cleartext and over TLS with libpq's key log): every statement
+against the client's own record, the message counts against tshark's pgsql dissector, the
+password nowhere in the report, and the agent run's SQL linked to the model's tool call."""
 
 from __future__ import annotations
 
@@ -27,6 +27,8 @@ from tests.helpers import ROOT
 
 CAPTURES = ROOT / "tests" / "data" / "captures"
 PG = CAPTURES / "pg_psycopg"
+PG_TLS = CAPTURES / "pg_tls"
+PG_DIRECT = CAPTURES / "pg_direct_tls"
 AGENT = CAPTURES / "pg_agent"
 
 
@@ -35,13 +37,21 @@ def truth(folder: Path) -> dict[str, Any]:
     return data
 
 
+def items(folder: Path, keys: bool = True) -> list[object]:
+    """The pipeline's items, with the folder's key log when it has one and ``keys``."""
+    return _items(folder, keys)
+
+
 @functools.cache
-def items(folder: Path) -> list[object]:
-    return list(agentshark.pipeline.run([str(folder / "capture.pcap")]))
+def _items(folder: Path, keys: bool) -> list[object]:
+    keylog = folder / "keys.log"
+    logs = [str(keylog)] if keys and keylog.exists() else []
+    options = agentshark.pipeline.Options(keylogs=logs)
+    return list(agentshark.pipeline.run([str(folder / "capture.pcap")], options))
 
 
-def operations(folder: Path) -> list[Operation]:
-    return [i.operation for i in items(folder) if type(i) is Exchange and i.operation]
+def operations(folder: Path, keys: bool = True) -> list[Operation]:
+    return [i.operation for i in items(folder, keys) if type(i) is Exchange and i.operation]
 
 
 def statements(ops: list[Operation]) -> list[Operation]:
@@ -65,8 +75,9 @@ def parameter_matches(seen: Any, sent: Any) -> bool:
     )
 
 
-def test_every_statement_as_the_client_sent_and_got_it() -> None:
-    check_statements(PG)
+@pytest.mark.parametrize("folder", [PG, PG_TLS, PG_DIRECT], ids=["cleartext", "tls", "direct_tls"])
+def test_every_statement_as_the_client_sent_and_got_it(folder: Path) -> None:
+    check_statements(folder)
 
 
 def check_statements(folder: Path) -> None:
@@ -113,10 +124,61 @@ def test_connection_setup_notification_cancel_and_refused_login() -> None:
     assert all(not r.diagnostics for r in reports)
 
 
-def test_the_password_is_nowhere_in_the_report() -> None:
-    password = truth(PG)["password"]
+def test_tls_connections_are_decrypted_after_their_sslrequest() -> None:
+    """SSLRequest answered S, then TLS 1.3: the startup and every statement inside it, on
+    the same connection, numbered after the SSLRequest; the TLS facts on the report."""
+    got = [i for i in items(PG_TLS) if type(i) is Exchange and i.operation]
+    by_conn: dict[str | None, list[Exchange]] = {}
+    for ex in got:
+        by_conn.setdefault(ex.connection, []).append(ex)
+    tls_conns = [
+        c for c, exs in by_conn.items() if exs[0].request and exs[0].request.method == "SSLRequest"
+    ]
+    assert len(tls_conns) == 2  # the session, and the login with a wrong password
+    for conn in tls_conns:
+        exs = by_conn[conn]
+        ops = [e.operation for e in exs if e.operation is not None]
+        assert ops[0].result == "S" and ops[1].kind == "startup"
+        assert [o.index for o in ops] == list(range(len(ops)))
+        assert [e.stream for e in exs] == [o.index for o in ops]
+        assert exs[0].tls is None
+        assert all(e.tls and e.tls["version"] == "TLS 1.3" for e in exs[1:])
+    reports = [i for i in items(PG_TLS) if isinstance(i, ConnectionReport)]
+    assert {r.protocol for r in reports} == {"postgresql"}
+    assert all(not r.diagnostics for r in reports)
+    decrypted = [r for r in reports if r.tls is not None]
+    assert len(decrypted) == 2
+    assert all(r.tls and r.tls["version"] == "TLS 1.3" and r.tls["decrypted"] for r in decrypted)
+    assert sum(r.exchanges for r in reports) == len(got)
+
+
+def test_direct_tls_is_read_by_its_alpn() -> None:
+    """PostgreSQL 17's direct TLS: no SSLRequest; the ClientHello offers ALPN ``postgresql``,
+    which names no HTTP, so the decrypted bytes are sniffed as on a cleartext connection."""
+    got = [i for i in items(PG_DIRECT) if type(i) is Exchange and i.operation]
+    assert not [e for e in got if e.operation and e.operation.kind == "ssl_request"]
+    session = [e for e in got if e.operation and e.operation.kind != "cancel"]
+    assert all(e.tls and e.tls["alpn"] == "postgresql" for e in session)
+    reports = [i for i in items(PG_DIRECT) if isinstance(i, ConnectionReport)]
+    assert {r.protocol for r in reports} == {"postgresql"}
+    assert all(not r.diagnostics for r in reports)
+
+
+def test_tls_without_the_key_log_says_so() -> None:
+    """No key log: the SSLRequests (and the cleartext cancel) are all that can be read; each
+    TLS connection says why, with what to do."""
+    ops = operations(PG_TLS, keys=False)
+    assert sorted(o.kind for o in ops) == ["cancel", "ssl_request", "ssl_request"]
+    reports = [i for i in items(PG_TLS, False) if isinstance(i, ConnectionReport)]
+    codes = [d.code for r in reports for d in r.diagnostics]
+    assert codes == ["tls.no_keys", "tls.no_keys"]
+
+
+@pytest.mark.parametrize("folder", [PG, PG_TLS], ids=["cleartext", "tls"])
+def test_the_password_is_nowhere_in_the_report(folder: Path) -> None:
+    password = truth(folder)["password"]
     opts = RenderOptions(events=True)
-    for item in items(PG):
+    for item in items(folder):
         if type(item) is Exchange:
             assert password not in json.dumps(exchange_json(item, opts))
 
@@ -134,14 +196,16 @@ def test_values_only_with_events() -> None:
     ]
 
 
-def tshark_types(pcap: Path, port: int) -> Counter[str]:
+def tshark_types(pcap: Path, port: int, keylog: Path | None = None) -> Counter[str]:
     if shutil.which("tshark") is None:
         pytest.skip("tshark is not installed (apt-get install tshark)")
+    keys = ["-o", f"tls.keylog_file:{keylog}"] if keylog is not None else []
     out = subprocess.run(
         [
             "tshark",
             "-r",
             str(pcap),
+            *keys,
             "-d",
             f"tcp.port=={port},pgsql",
             "-T",
@@ -156,10 +220,14 @@ def tshark_types(pcap: Path, port: int) -> Counter[str]:
     return Counter(t for line in out.splitlines() for t in line.split(",") if t)
 
 
-def test_message_counts_agree_with_tshark() -> None:
-    port = int(truth(PG)["server"].rsplit(":", 1)[1])
-    theirs = tshark_types(PG / "capture.pcap", port)
-    ops = operations(PG)
+@pytest.mark.parametrize("folder", [PG, PG_TLS], ids=["cleartext", "tls"])
+def test_message_counts_agree_with_tshark(folder: Path) -> None:
+    """tshark decrypts the TLS capture with the same key log (its pgsql dissector follows
+    the SSLRequest into TLS too)."""
+    port = int(truth(folder)["server"].rsplit(":", 1)[1])
+    keylog = folder / "keys.log"
+    theirs = tshark_types(folder / "capture.pcap", port, keylog if keylog.exists() else None)
+    ops = operations(folder)
     tags = sum(
         len(o.details.get("tags", [])) if o.kind == "query" else o.result is not None
         for o in ops
@@ -234,9 +302,11 @@ def test_fresh_captures_of_a_real_server(tmp_path: Path) -> None:
         capture_output=True,
         timeout=300,
     )
-    for name in ("pg_psycopg", "pg_agent"):
+    for name in ("pg_psycopg", "pg_agent", "pg_tls", "pg_direct_tls"):
         run = json.loads((tmp_path / name / "run.json").read_text())
         if not run["capture_complete"]:
             pytest.skip(f"tcpdump dropped packets of {name}: {run['tcpdump']}")
     check_statements(tmp_path / "pg_psycopg")
+    check_statements(tmp_path / "pg_tls")
+    check_statements(tmp_path / "pg_direct_tls")
     check_agent(tmp_path / "pg_agent")

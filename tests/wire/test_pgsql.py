@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from agentshark.wire.events import TlsSwitch
 from agentshark.wire.pgsql import PgSession, looks_like_startup
 from tests.wire import pg_messages as m
 
@@ -152,11 +153,41 @@ def test_gap_at_a_boundary_loses_the_direction_with_a_diagnostic() -> None:
     assert [d.code for d in dec.diagnostics] == ["pg.gap"]
 
 
-def test_tls_accepted_stops_decoding_and_says_why() -> None:
-    steps: list[m.Step] = [(0, m.ssl_request()), (1, b"S"), (0, b"\x16\x03\x01\x00\x05hello")]
-    ops, dec = m.feed(decoder, steps)
+def test_tls_accepted_hands_the_connection_to_tls() -> None:
+    """``S``: TLS from the next byte of each direction; the switch is given once."""
+    dec = PgSession("test")
+    ops = dec.feed(0, m.ssl_request(), 1.0) + dec.feed(1, b"S", 1.1)
     assert [(o.kind, o.result, o.response_complete) for o in ops] == [("ssl_request", "S", True)]
+    assert dec.take_tls() == TlsSwitch((8, 1), (b"", b""))
+    assert dec.take_tls() is None
+    assert dec.feed(0, b"\x16\x03\x01\x00\x05hello", 1.2) == []  # TLS: not ours to read
+    assert dec.diagnostics == []
+
+
+def test_bytes_past_the_switch_go_to_tls() -> None:
+    """What came after the SSLRequest before the answer, and after the ``S`` in its own
+    segment, is TLS's, byte for byte."""
+    dec = PgSession("test")
+    hello = b"\x16\x03\x01\x00\x05hello"
+    dec.feed(0, m.ssl_request() + hello[:4], 1.0)
+    dec.feed(0, hello[4:], 1.05)
+    dec.feed(1, b"S\x16\x03\x03", 1.1)
+    assert dec.take_tls() == TlsSwitch((8, 1), (hello, b"\x16\x03\x03"))
+
+
+def test_gssapi_encryption_is_said_undecryptable() -> None:
+    steps: list[m.Step] = [(0, m.ssl_request()), (1, b"G")]
+    ops, dec = m.feed(decoder, steps)
+    assert [(o.kind, o.result) for o in ops] == [("ssl_request", "G")]
     assert [d.code for d in dec.diagnostics] == ["pg.encrypted"]
+    assert isinstance(dec, PgSession) and dec.take_tls() is None
+
+
+def test_startup_sent_before_the_answer_is_read_after_an_n() -> None:
+    steps: list[m.Step] = [(0, m.ssl_request() + login()[0][1]), (1, b"N"), *login()[1:]]
+    ops, dec = m.feed(decoder, steps)
+    assert [(o.kind, o.result) for o in ops] == [("ssl_request", "N"), ("startup", None)]
+    assert dec.diagnostics == []
 
 
 def test_tls_refused_then_startup() -> None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Protocol, assert_never
+from typing import assert_never
 
 from agentshark.errors import Diagnostic
 from agentshark.http.events import (
@@ -33,23 +33,16 @@ from agentshark.http.events import (
     StreamReset,
     UnknownFrame,
 )
-from agentshark.model import Body, Exchange, Interim, Request, Response, header
-
-_EXCHANGE_TLS_FACTS = (
-    "version",
-    "cipher_suite",
-    "sni",
-    "alpn",
-    "client_random",
-    "resumed",
-    "unknown",  # the facts above that a lost hello took (absent when none)
+from agentshark.model import (
+    Body,
+    Exchange,
+    Interim,
+    Request,
+    Response,
+    TlsFacts,
+    exchange_tls_facts,
+    header,
 )
-
-
-class TlsFacts(Protocol):
-    """What an exchange records of the TLS session that carried it (never key material)."""
-
-    def to_json(self) -> dict[str, object]: ...
 
 
 @dataclass(slots=True)
@@ -401,11 +394,7 @@ class ExchangeAssembler:
         return f"its request could not be parsed: {bad.message}, at {bad.location}"
 
     def _tls_facts(self) -> dict[str, object] | None:
-        """The session facts an exchange carries; running counters stay on the connection."""
-        if self._tls is None:
-            return None
-        facts = self._tls.to_json()
-        return {k: facts[k] for k in _EXCHANGE_TLS_FACTS if k in facts}
+        return exchange_tls_facts(self._tls)
 
     def _url(self, target: str, headers: list[tuple[str, str]]) -> str:
         if "://" in target:

@@ -7,6 +7,11 @@ The layers, for each connection::
                                                               (or a wire protocol's
                                                                WireSession: agentshark.wire)
 
+A wire protocol can turn its connection into TLS in the middle (PostgreSQL's SSLRequest
+answered ``S``): the session says where (``WireSession.tls_switch``), TLS starts at those
+offsets (acknowledgments translated to them), and the decrypted bytes go to a second
+``_Plain`` that sniffs the protocol again (the StartupMessage); the report counts both.
+
 ``_Plain`` holds a direction's first bytes until it knows what they are (a few bytes; 64 KiB
 for a capture that starts mid-connection), then replays them into the chosen parser. A capture
 gap while sniffing ends what a direction can tell: the bytes after it start inside a message,
@@ -37,6 +42,7 @@ from agentshark.tls.session import TlsConnection
 from agentshark.wire import WireProtocol, sniff_wire
 
 HttpVersion = Literal["http/1.1", "h2"]
+_HTTP_ALPN = ("h2", "http/1.1")
 _HELD_LIMIT = 65536
 
 _Held = tuple[str, int, object, float, int]  # ("data"|"gap"|"end", direction, value, ts, acked)
@@ -289,12 +295,12 @@ class _Plain:
     def _decide(self, *, final: bool) -> list[Exchange]:
         client, server = self._heads
         wire = None
-        if self._make_wire is not None and self._alpn is None and (client or server):
+        if self._make_wire is not None and self._alpn not in _HTTP_ALPN and (client or server):
             wire = sniff_wire(bytes(client), bytes(server), self._port)
         if wire is not None:
             protocol: str | None = wire.name
             swap = False
-        elif self._alpn in ("h2", "http/1.1"):
+        elif self._alpn in _HTTP_ALPN:
             protocol = self._alpn
             swap = False
         elif (
@@ -352,6 +358,7 @@ class ConnectionAnalyzer:
     """Everything above TCP for one connection; see the module docstring."""
 
     __slots__ = (
+        "_base",
         "_conn",
         "_inner",
         "_keylog",
@@ -361,6 +368,7 @@ class ConnectionAnalyzer:
         "_outer",
         "_source",
         "_tls",
+        "_watch",
     )
 
     def __init__(
@@ -390,6 +398,8 @@ class ConnectionAnalyzer:
         )
         self._tls: TlsConnection | None = None
         self._inner: _Plain | None = None
+        self._watch = False  # the outer session's protocol can switch to TLS (STARTTLS)
+        self._base: tuple[int, int] | None = None  # where that TLS began, in TCP offsets
 
     # (bound methods, not closures made per connection: an idle connection stays small)
     def _http_assembler(self, transport: str) -> ExchangeAssembler:
@@ -411,15 +421,20 @@ class ConnectionAnalyzer:
         )
 
     def _wire_session(self, proto: WireProtocol) -> WireSession:
-        return WireSession(
+        outer = self._outer.session if self._tls is not None else None
+        session = WireSession(
             proto,
             source=self._source,
             connection=self._conn.id,
             server=format_endpoint(self._conn.server),
             next_id=self._next_id,
             location=self._location,
-            tls=self._tls.info.to_json() if self._tls is not None else None,
+            tls=self._tls.info if self._tls is not None else None,
+            first_index=outer.exchanges if isinstance(outer, WireSession) else 0,
         )
+        if self._tls is None:
+            self._watch = session.starts_tls
+        return session
 
     # -- TCP events -----------------------------------------------------------------------
 
@@ -430,7 +445,11 @@ class ConnectionAnalyzer:
             out = self._outer.data(direction, data, ts, acked)
             if self._outer.protocol == "tls" and self._tls is None:
                 out.extend(self._start_tls())
+            elif self._watch:
+                out.extend(self._starttls(ts))
             return out
+        if self._base is not None and acked >= 0:
+            acked = max(0, acked - self._base[1 - direction])
         return self._plaintext(tls.feed(direction, data, ts, acked))
 
     def gap(self, direction: int, size: int, ts: float) -> list[Exchange]:
@@ -454,9 +473,9 @@ class ConnectionAnalyzer:
 
     def close(self) -> list[Exchange | ConnectionReport]:
         out: list[Exchange | ConnectionReport] = []
-        if self._tls is None:
+        if self._tls is None or self._base is not None:
             out.extend(self._outer.finish())
-            if self._outer.protocol == "tls":
+            if self._outer.protocol == "tls" and self._tls is None:
                 out.extend(self._start_tls())
         if self._inner is not None:
             out.extend(self._inner.finish())
@@ -470,6 +489,21 @@ class ConnectionAnalyzer:
             self._conn.swap_roles()
         self._tls = TlsConnection(self._keylog, location=self._location)
         return replay(self, self._outer.held())
+
+    def _starttls(self, ts: float) -> list[Exchange]:
+        """The outer wire session's protocol switched to TLS: decrypt from there on."""
+        session = self._outer.session
+        switch = session.tls_switch if isinstance(session, WireSession) else None
+        if switch is None:
+            return []
+        self._watch = False
+        self._base = switch.offsets
+        tls = self._tls = TlsConnection(self._keylog, location=self._location)
+        out: list[Exchange] = []
+        for direction, rest in enumerate(switch.rest):
+            if rest:
+                out.extend(self._plaintext(tls.feed(direction, rest, ts)))
+        return out
 
     def _plaintext(self, events: Sequence[object]) -> list[Exchange]:
         """TLS events -> the inner cleartext layer: plaintext (with its acknowledgment,
@@ -497,6 +531,8 @@ class ConnectionAnalyzer:
             tls_allowed=False,
             alpn=self._tls.info.alpn,
             outbox=self._outbox,
+            make_wire=self._wire_session,
+            port=self._conn.server[1],
         )
         return inner
 
@@ -511,9 +547,14 @@ class ConnectionAnalyzer:
             protocol = "tls"
         switched = (0, 0)
         exchanges = 0
+        outer = self._outer.session if self._base is not None else None
+        if outer is not None:  # the cleartext part before a STARTTLS: its SSLRequest...
+            diagnostics.extend(outer.diagnostics)
+            exchanges = outer.exchanges
+            protocol = outer.version  # (until the TLS part says more)
         if session is not None:
             diagnostics.extend(session.diagnostics)
-            exchanges = session.exchanges
+            exchanges += session.exchanges
             switched = session.switched_bytes
             protocol = (
                 session.version

@@ -9,18 +9,25 @@ and the parameter values, one per line (a binary value by the value its type giv
 the trace matches a tool call's arguments against). The response has no status (0) and an
 empty body; its ``reason`` is the operation's result (a command tag), or the error's code
 and message.
+
+A protocol that turns its connection into TLS in the middle (PostgreSQL's SSLRequest:
+:class:`~agentshark.wire.events.StartsTls`) leaves the switch in :attr:`WireSession.tls_switch`
+for the connection layer, which decrypts the rest and reads it with a second session; that
+one numbers its operations after this one's (``first_index``), so ``stream`` stays each
+operation's place on the connection.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import orjson
 
 from agentshark.errors import Diagnostic
-from agentshark.model import Body, Exchange, Request, Response
+from agentshark.model import Body, Exchange, Request, Response, TlsFacts, exchange_tls_facts
 from agentshark.wire import WireProtocol
-from agentshark.wire.events import Operation
+from agentshark.wire.events import Operation, StartsTls, TlsSwitch
 
 
 class WireSession:
@@ -31,13 +38,17 @@ class WireSession:
         "_connection",
         "_database",
         "_decoder",
+        "_first",
         "_next_id",
         "_proto",
         "_server",
         "_source",
+        "_starttls",
         "_tls",
         "diagnostics",
         "exchanges",
+        "starts_tls",
+        "tls_switch",
     )
 
     def __init__(
@@ -49,10 +60,14 @@ class WireSession:
         server: str,
         next_id: Callable[[], str],
         location: str,
-        tls: dict[str, object] | None,
+        tls: TlsFacts | None,
+        first_index: int = 0,
     ) -> None:
         self._proto = proto
         self._decoder = proto.decoder(location)
+        self._starttls = self._decoder if isinstance(self._decoder, StartsTls) else None
+        self.starts_tls = self._starttls is not None  # its protocol can switch to TLS
+        self._first = first_index
         self._source = source
         self._connection = connection
         self._server = server
@@ -61,6 +76,7 @@ class WireSession:
         self._database = ""
         self.diagnostics: list[Diagnostic] = []
         self.exchanges = 0
+        self.tls_switch: TlsSwitch | None = None  # the connection is TLS from here on
 
     switched = None
     switched_bytes = (0, 0)
@@ -71,7 +87,11 @@ class WireSession:
 
     def feed(self, direction: int, data: bytes, ts: float, acked: int = -1) -> list[Exchange]:
         ops = self._decoder.feed(direction, data, ts)
-        return self._exchanges(ops) if ops else []
+        if not ops:
+            return []
+        if self._starttls is not None:
+            self.tls_switch = self._starttls.take_tls() or self.tls_switch
+        return self._exchanges(ops)
 
     def gap(self, direction: int, size: int, ts: float) -> list[Exchange]:
         return self._exchanges(self._decoder.gap(direction, size, ts))
@@ -89,6 +109,8 @@ class WireSession:
         return [self._exchange(op) for op in ops]
 
     def _exchange(self, op: Operation) -> Exchange:
+        if self._first:
+            op = replace(op, index=op.index + self._first)
         if op.kind == "startup":
             params = op.details.get("parameters")
             if isinstance(params, dict):
@@ -125,7 +147,7 @@ class WireSession:
             transport=self._proto.name,
             request=request,
             response=response,
-            tls=self._tls,
+            tls=exchange_tls_facts(self._tls),
             stream=op.index,
             diagnostics=list(op.diagnostics),
             operation=op,

@@ -22,7 +22,7 @@ connections without knowing them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from agentshark.errors import Diagnostic
 
@@ -115,6 +115,25 @@ class Operation:
         """One line for text views: the statement, or the command."""
         text = self.statement if self.statement is not None else self.command or self.kind
         return " ".join(text.split())
+
+
+@dataclass(frozen=True, slots=True)
+class TlsSwitch:
+    """A connection that turns into TLS in its middle (PostgreSQL's SSLRequest answered
+    ``S``): the stream offset in each direction (0: client) where TLS begins, and the bytes
+    past it that the decoder was already given, for the TLS layer to start with."""
+
+    offsets: tuple[int, int]
+    rest: tuple[bytes, bytes]
+
+
+@runtime_checkable
+class StartsTls(Protocol):
+    """A decoder whose protocol can hand its connection to TLS (a STARTTLS of its own)."""
+
+    def take_tls(self) -> TlsSwitch | None:
+        """Where TLS began, once, after the operation that switched was given out."""
+        ...
 
 
 class WireDecoder(Protocol):

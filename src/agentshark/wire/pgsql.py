@@ -18,9 +18,12 @@ the Sync: the queued Executes before it are reported not executed (``details["sk
 Secrets: a PasswordMessage/SASL/GSS response (``p``) is counted, never kept; a cancel key
 (BackendKeyData, CancelRequest) is never kept.
 
-TLS: an SSLRequest answered ``S`` turns the connection into TLS; the bytes after are not
-decoded here (one info Diagnostic says so): decrypting PostgreSQL's TLS with the key log is
-not done yet.
+TLS: an SSLRequest answered ``S`` turns the connection into TLS from the next byte of each
+direction (https://www.postgresql.org/docs/current/protocol-flow.html#PROTOCOL-FLOW-SSL):
+:meth:`PgSession.take_tls` then says where, with the bytes already fed past it, and the
+connection layer decrypts the rest with the key log and reads the PostgreSQL session inside
+(its StartupMessage first). A GSSENCRequest answered ``G`` (GSSAPI encryption) cannot be
+decrypted: one info Diagnostic says so. An ``N`` goes on in cleartext.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from agentshark.errors import Diagnostic
-from agentshark.wire.events import Json, Operation
+from agentshark.wire.events import Json, Operation, TlsSwitch
 from agentshark.wire.pgsql_frames import (
     ANSWER,
     CANCEL_REQUEST,
@@ -114,6 +117,7 @@ class PgSession:
         "_queue",
         "_readers",
         "_statements",
+        "_switch",
         "_unpaired",
         "diagnostics",
         "location",
@@ -130,6 +134,7 @@ class PgSession:
         self._portals: dict[str, tuple[str | None, list[Json]]] = {}  # -> (query, parameters)
         self._count = 0
         self._encrypted = False
+        self._switch: TlsSwitch | None = None  # TLS from here on, until taken
         self._unpaired = False
         self._ended: list[bool | None] = [None, None]
         self._last_ts = 0.0
@@ -165,6 +170,11 @@ class PgSession:
         self._ended[direction] = clean
         self._last_ts = ts
         return []
+
+    def take_tls(self) -> TlsSwitch | None:
+        """Where the connection turned into TLS, once (None before, and after it is taken)."""
+        switch, self._switch = self._switch, None
+        return switch
 
     def close(self) -> list[Operation]:
         """Every operation still waiting for its answer, incomplete (a cancel: complete
@@ -369,18 +379,24 @@ class PgSession:
         item.op.result = answer
         item.op.response_started = msg.ts
         out.append(self._done(item.op, msg.ts, complete=answer in ("S", "N", "G")))
-        if answer in ("S", "G"):
+        client, server = self._readers
+        if answer == "S":
+            self._encrypted = True
+            offsets = (client.offset, server.offset)
+            self._switch = TlsSwitch(offsets, (client.take_rest(), server.take_rest()))
+        elif answer == "G":
             self._encrypted = True
             self.diagnostics.append(
                 Diagnostic(
                     code="pg.encrypted",
                     message=f"the server accepted {item.op.command} ({answer!r}): the rest of "
-                    "the connection is encrypted, and decrypting PostgreSQL's TLS with a key "
-                    "log is not done yet",
+                    "the connection is GSSAPI-encrypted, which no key log can decrypt",
                     location=f"{self.location} server byte {msg.offset}",
                     severity="info",
                 )
             )
+        else:  # still cleartext: what the client sent after its request can be read now
+            out.extend(self._take(0, client.resume(msg.ts)))
 
     def _auth(self, msg: PgMessage, out: list[Operation]) -> None:
         op = self._target()

@@ -13,6 +13,12 @@ at a message boundary (or past the message it started in) leaves no way to find 
 boundary: the direction is lost from there, with one Diagnostic. A message longer than
 :data:`MAX_KEPT` is not held either: it is skipped and given out with ``body`` None and
 ``too_large`` set.
+
+A one-byte answer that can turn the connection into TLS or GSSAPI encryption pauses framing
+(:attr:`PgReader.paused`): the client's reader after its SSLRequest/GSSENCRequest (nothing it
+sends before the answer is cleartext PostgreSQL it can know to be), the server's after an
+``S``/``G`` answer. Bytes that come while paused are held as they are, for the TLS layer to
+take (:meth:`PgReader.take_rest`) or for framing to resume on an ``N`` (:meth:`PgReader.resume`).
 """
 
 from __future__ import annotations
@@ -60,6 +66,7 @@ class PgReader:
         "location",
         "lost",
         "offset",
+        "paused",
         "startup",
     )
 
@@ -71,6 +78,7 @@ class PgReader:
         self.startup = client  # the next message is untyped
         self.answers = 0  # one-byte answers the server owes (SSLRequest / GSSENCRequest)
         self.lost = False  # framing lost: nothing more is read
+        self.paused = False  # waiting on an answer that may end cleartext: bytes are held
         self.location = location
         self.offset = 0  # stream offset of ``_buf[0]``
 
@@ -93,8 +101,24 @@ class PgReader:
         if not self._buf:
             self._start_ts = ts
         self._buf += data
-        self._frame(out, ts)
+        if not self.paused:
+            self._frame(out, ts)
         return out
+
+    def resume(self, ts: float) -> list[PgMessage | Diagnostic]:
+        """Framing goes on after a pause (the server answered ``N``: still cleartext)."""
+        self.paused = False
+        out: list[PgMessage | Diagnostic] = []
+        if self._buf and not self.lost:
+            self._frame(out, ts)
+        return out
+
+    def take_rest(self) -> bytes:
+        """The bytes held past the last message (the connection's TLS starts with them)."""
+        rest = bytes(self._buf)
+        self.offset += len(rest)
+        self._buf.clear()
+        return rest
 
     def _frame(self, out: list[PgMessage | Diagnostic], ts: float) -> None:
         buf = self._buf
@@ -103,9 +127,13 @@ class PgReader:
         start_ts = self._start_ts
         while pos < end and not self.lost:
             if self.answers:
-                out.append(self._message(ANSWER, bytes(buf[pos : pos + 1]), start_ts, pos, 1))
+                answer = bytes(buf[pos : pos + 1])
+                out.append(self._message(ANSWER, answer, start_ts, pos, 1))
                 self.answers -= 1
                 pos += 1
+                if answer in (b"S", b"G"):  # TLS or GSSAPI encryption from the next byte
+                    self.paused = True
+                    break
             elif self.startup:
                 if end - pos < 8:
                     break
@@ -120,6 +148,9 @@ class PgReader:
                 code = int.from_bytes(body[:4])
                 self.startup = code in (SSL_REQUEST, GSSENC_REQUEST)
                 pos += size
+                if self.startup:  # what follows depends on the server's answer
+                    self.paused = True
+                    break
             else:
                 if end - pos < 5:
                     break
