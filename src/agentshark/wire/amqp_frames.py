@@ -123,33 +123,50 @@ class Cursor:
         self.pos = pos
         self.bits: tuple[int, int] | None = None  # (octet, next bit) while packing bits
 
+    def _short_of(self, n: int) -> AmqpError:
+        left = len(self.data) - self.pos
+        return AmqpError(f"{n} bytes wanted at payload byte {self.pos}, {left} left")
+
     def take(self, n: int) -> bytes:
-        end = self.pos + n
+        pos = self.pos
+        end = pos + n
         if end > len(self.data):
-            left = len(self.data) - self.pos
-            raise AmqpError(f"{n} bytes wanted at payload byte {self.pos}, {left} left")
-        chunk = self.data[self.pos : end]
+            raise self._short_of(n)
         self.pos = end
         self.bits = None
-        return chunk
+        return self.data[pos:end]
 
-    def unpack(self, fmt: str, size: int) -> Any:
-        return struct.unpack(fmt, self.take(size))[0]
+    def unpack(self, fmt: struct.Struct) -> Any:
+        pos = self.pos
+        end = pos + fmt.size
+        if end > len(self.data):
+            raise self._short_of(fmt.size)
+        self.pos = end
+        self.bits = None
+        return fmt.unpack_from(self.data, pos)[0]
 
     def octet(self) -> int:
-        return int(self.unpack(">B", 1))
+        return int(self.unpack(_U8))
 
     def short(self) -> int:
-        return int(self.unpack(">H", 2))
+        return int(self.unpack(_U16))
 
     def long(self) -> int:
-        return int(self.unpack(">I", 4))
+        return int(self.unpack(_U32))
 
     def longlong(self) -> int:
-        return int(self.unpack(">Q", 8))
+        return int(self.unpack(_U64))
 
     def shortstr(self) -> str:
-        return self.take(self.octet()).decode("utf-8", "backslashreplace")
+        data, pos = self.data, self.pos
+        if pos >= len(data):
+            raise self._short_of(1)
+        end = pos + 1 + data[pos]
+        if end > len(data):
+            raise self._short_of(end - pos)
+        self.pos = end
+        self.bits = None
+        return data[pos + 1 : end].decode("utf-8", "backslashreplace")
 
     def longstr(self) -> bytes:
         return self.take(self.long())
@@ -177,7 +194,7 @@ class Cursor:
         kind = chr(self.octet())
         fixed = _FIXED.get(kind)
         if fixed is not None:
-            value = self.unpack(*fixed)
+            value = self.unpack(fixed)
             return bool(value) if kind == "t" else value
         if kind == "S":
             return text(self.longstr())
@@ -193,26 +210,21 @@ class Cursor:
             return items
         if kind == "D":
             scale = self.octet()
-            value = int(self.unpack(">i", 4))
+            value = int(self.unpack(_I32))
             return {"decimal": f"{value}e-{scale}" if scale else str(value)}
         if kind == "V":
             return None
         raise AmqpError(f"field type {kind!r} does not exist")
 
 
-_FIXED: dict[str, tuple[str, int]] = {
-    "t": (">B", 1),
-    "b": (">b", 1),
-    "B": (">B", 1),
-    "s": (">h", 2),
-    "u": (">H", 2),
-    "I": (">i", 4),
-    "i": (">I", 4),
-    "l": (">q", 8),
-    "f": (">f", 4),
-    "d": (">d", 8),
-    "T": (">Q", 8),
-}
+_U8, _U16, _U32, _U64, _I32 = (struct.Struct(f) for f in (">B", ">H", ">I", ">Q", ">i"))
+_FIXED: dict[str, struct.Struct] = {
+    kind: struct.Struct(fmt)
+    for kind, fmt in (
+        ("t", ">B"), ("b", ">b"), ("B", ">B"), ("s", ">h"), ("u", ">H"), ("I", ">i"),
+        ("i", ">I"), ("l", ">q"), ("f", ">f"), ("d", ">d"), ("T", ">Q"),
+    )
+}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -340,17 +352,11 @@ def method_frame(payload: bytes) -> tuple[Method, dict[str, Json]]:
         elif kind == "t":
             args[name] = cur.table()
         else:
-            args[name] = cur.unpack(*_ARG_FIXED[kind])
+            args[name] = cur.unpack(_ARG_FIXED[kind])
     return method, args
 
 
-_ARG_FIXED: dict[str, tuple[str, int]] = {
-    "o": (">B", 1),
-    "s": (">H", 2),
-    "l": (">I", 4),
-    "L": (">Q", 8),
-    "T": (">Q", 8),
-}
+_ARG_FIXED: dict[str, struct.Struct] = {"o": _U8, "s": _U16, "l": _U32, "L": _U64, "T": _U64}
 
 # basic's content properties, by flag bit from bit 15 down (§4.2.6.1, the basic class)
 PROPERTIES: tuple[tuple[str, str], ...] = (
@@ -378,22 +384,20 @@ def content_header(payload: bytes) -> tuple[int, int, dict[str, Json]]:
     class_id = cur.short()
     cur.short()  # weight: unused, zero
     body_size = cur.longlong()
-    flags: list[bool] = []
-    while True:
-        word = cur.short()
-        flags.extend(bool(word >> (15 - n) & 1) for n in range(15))
-        if not word & 1:
-            break
+    words = [cur.short()]
+    while words[-1] & 1:
+        words.append(cur.short())
+    flags = words[0]
+    if flags & 0b10 or any(w & ~1 for w in words[1:]):
+        raise AmqpError("property flags past cluster-id: not the basic class's properties")
     props: dict[str, Json] = {}
-    for (name, kind), present in zip(PROPERTIES, flags, strict=False):
-        if not present:
+    for bit, (name, kind) in zip(range(15, 1, -1), PROPERTIES, strict=True):
+        if not flags >> bit & 1:
             continue
         if kind == "n":
             props[name] = cur.shortstr()
         elif kind == "t":
             props[name] = cur.table()
         else:
-            props[name] = cur.unpack(*_ARG_FIXED[kind])
-    if any(flags[len(PROPERTIES) :]):
-        raise AmqpError("property flags past cluster-id: not the basic class's properties")
+            props[name] = cur.unpack(_ARG_FIXED[kind])
     return class_id, body_size, props
