@@ -67,6 +67,7 @@ INPUTS: tuple[Input, ...] = (
     _own("graphql_strawberry", "GraphQL over HTTP/1 (Strawberry)"),
     _own("pg_psycopg", "PostgreSQL v3 (psycopg 3)"),
     _own("redis_py", "Redis RESP (redis-py)"),
+    _own("amqp_pika", "AMQP 0-9-1 (pika, Celery, RabbitMQ)"),
 )
 
 BY_NAME = {i.name: i for i in INPUTS}

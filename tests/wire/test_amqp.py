@@ -109,6 +109,7 @@ def test_trailing_bytes_wait_for_the_rest() -> None:
     assert dec.diagnostics == []
     (lone,) = dec.feed(1, w.open_ok(), 1.5)  # a reply to nothing seen
     assert [d.code for d in lone.diagnostics] == ["amqp.unpaired"]
+    assert (lone.request_complete, lone.response_complete) == (False, False)
 
 
 def test_every_method_paired_with_its_reply() -> None:

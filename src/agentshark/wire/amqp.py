@@ -36,8 +36,10 @@ a basic.get); a client's ack/nack/reject one naming the delivery by channel and 
 Secrets: the SASL response of connection.start-ok and secure-ok (PLAIN and AMQPLAIN carry
 the password) and update-secret's new secret are never kept; ``details["secret_arguments"]``
 counts them. Heartbeat frames carry nothing and make no operation. A gap, a bad frame-end or
-an impossible frame size ends the direction (no marker tells where the next frame starts);
-a method that does not parse is a Diagnostic and the frames after it are still read.
+an impossible frame size ends the direction (no marker tells where the next frame starts), and
+every operation that ends after it is incomplete (its pairing and its place are not sure); a
+reply to no request seen is an incomplete operation of its own; a method that does not parse
+is a Diagnostic and the frames after it are still read.
 """
 
 from __future__ import annotations
@@ -107,6 +109,7 @@ class _Op:
     props: dict[str, Json] | None = None
     body: bytes | None = None
     destination: str | None = None
+    unpaired: bool = False  # a reply whose request is not in the capture
 
 
 @dataclass(slots=True)
@@ -135,7 +138,9 @@ class _Channel:
 class AmqpSession:
     """Both directions of one AMQP 0-9-1 connection; see the module docstring."""
 
-    __slots__ = ("_begun", "_channels", "_count", "_out", "_readers", "diagnostics", "location")
+    __slots__ = (
+        "_begun", "_channels", "_count", "_lost", "_out", "_readers", "diagnostics", "location",
+    )  # fmt: skip
 
     def __init__(self, location: str) -> None:
         self.location = location
@@ -143,6 +148,7 @@ class AmqpSession:
         self._channels: dict[int, _Channel] = {}
         self._count = 0
         self._begun = 0
+        self._lost = False  # a direction was lost: what ends from now on is not sure
         self._out: list[Operation] = []
         self.diagnostics: list[Diagnostic] = []
 
@@ -192,6 +198,7 @@ class AmqpSession:
     def _lose(self, direction: int, message: str) -> None:
         reader = self._readers[direction]
         reader.lost = True
+        self._lost = True
         self._diagnostic("amqp.framing", message, direction, reader.offset)
 
     def _diagnostic(self, code: str, message: str, direction: int, offset: int) -> None:
@@ -314,7 +321,8 @@ class AmqpSession:
         self._begun += 1
         op.details["arguments"] = _kept(args, op)
         op.msg_args = args
-        if name in _REPLIES:
+        if name in _REPLIES:  # its request is not in the capture: the op is not whole
+            op.unpaired = True
             op.diagnostics.append(Diagnostic(
                 code="amqp.unpaired", message=f"a {name} answering no request seen (the "
                 "capture starts mid-connection, or lost the other side's bytes)",
@@ -480,6 +488,16 @@ class AmqpSession:
         return left
 
     def _emit(self, op: _Op) -> None:
+        if op.unpaired:
+            op.request_complete = op.response_complete = False
+        if self._lost and op.response_complete:
+            op.response_complete = False
+            op.diagnostics.append(Diagnostic(
+                code="amqp.after_loss",
+                message="bytes of this connection were lost before this operation ended: "
+                        "what it pairs with (and its place among the operations) is not sure",
+                location=f"{self.location} channel {op.channel}",
+            ))  # fmt: skip
         index = self._count
         self._count += 1
         messages: list[QueueMessage] = []
