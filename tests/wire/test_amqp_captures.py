@@ -21,6 +21,7 @@ import agentshark.pipeline
 from agentshark.model import Exchange
 from agentshark.output.report import RenderOptions, exchange_json
 from agentshark.pipeline import ConnectionReport
+from agentshark.wire.amqp import AmqpSession
 from agentshark.wire.amqp_frames import BY_NAME
 from agentshark.wire.events import Operation, QueueMessage
 from tests.helpers import ROOT
@@ -224,3 +225,21 @@ def test_fresh_capture_of_a_real_broker(tmp_path: Path) -> None:
     if not run["capture_complete"]:
         pytest.skip(f"tcpdump dropped packets: {run['tcpdump']}")
     check(tmp_path / "amqp_pika")
+
+
+@pytest.mark.parametrize("chunk", [None, 1, 333])
+def test_the_capture_fed_three_ways(chunk: int | None) -> None:
+    """Each connection's bytes in capture order: as captured, byte by byte, in 333-byte
+    pieces (and, whole, with trailing bytes of a frame never finished): the same operations."""
+    from tests.fuzz.seeds import streams
+    from tests.wire import pg_messages as m
+    from tests.wire.test_amqp import facts
+
+    for steps in streams(FOLDER / "capture.pcap").values():
+        whole, _ = m.feed(lambda: AmqpSession("c"), steps)
+        cut, _ = m.feed(lambda: AmqpSession("c"), steps, chunk=chunk)
+        assert facts(cut) == facts(whole) and whole
+    steps = [*next(iter(streams(FOLDER / "capture.pcap").values())), (0, b"\x01\x00\x01\x00")]
+    ops, dec = m.feed(lambda: AmqpSession("c"), steps)
+    assert [d.code for d in dec.diagnostics] == ["amqp.truncated"]
+    assert all(o.response_complete for o in ops)

@@ -185,6 +185,10 @@ class AmqpSession:
 
     def close(self) -> list[Operation]:
         """Every operation still open, incomplete, in the order they started."""
+        for direction, reader in enumerate(self._readers):
+            if reader.left and not reader.lost:
+                self._diagnostic("amqp.truncated", f"the last {reader.left} bytes are a "
+                                 "frame never finished", direction, reader.offset)  # fmt: skip
         left: list[_Op] = []
         for ch in self._channels.values():
             left.extend(self._drop(ch))

@@ -62,6 +62,11 @@ class FrameReader:
         self.header: bytes | None = None
         self.lost = False  # set by the session: nothing more of the direction is read
 
+    @property
+    def left(self) -> int:
+        """Bytes of a frame (or of the header) not finished yet."""
+        return len(self._buf)
+
     def feed(self, data: bytes) -> list[Frame]:
         if self.lost:
             return []
