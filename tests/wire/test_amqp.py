@@ -298,10 +298,10 @@ def test_celery_task_message_recognized_by_its_headers() -> None:
 
 def test_bad_frame_end_loses_the_direction() -> None:
     bad = w.qos(1, 1)[:-1] + b"\x00"
-    ops, dec = run([*handshake(), (0, bad + w.qos(1, 2)), (1, w.qos_ok(1))])
+    ops, dec = run([*handshake(), (0, w.qos(1, 0) + bad + w.qos(1, 2)), (1, w.qos_ok(1) * 2)])
     assert [d.code for d in dec.diagnostics] == ["amqp.framing"]
     assert [(o.command, [d.code for d in o.diagnostics]) for o in ops[4:]] == [
-        ("basic.qos-ok", ["amqp.unpaired"])]  # fmt: skip
+        ("basic.qos", ["amqp.after_loss"]), ("basic.qos-ok", ["amqp.unpaired"])]  # fmt: skip
 
 
 def test_unknown_method_is_a_diagnostic_and_reading_goes_on() -> None:
@@ -319,7 +319,7 @@ def test_a_gap_ends_the_direction() -> None:
     assert dec.feed(1, w.get_empty(1), 4.0) == []
     ops = dec.close()
     assert [(o.command, o.response_complete) for o in ops] == [("basic.get", False)]
-    assert [d.code for d in dec.diagnostics] == ["amqp.framing"]
+    assert [d.code for d in dec.diagnostics] == ["amqp.gap"]
 
 
 def test_sniffed_by_the_protocol_header() -> None:

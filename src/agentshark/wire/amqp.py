@@ -158,11 +158,7 @@ class AmqpSession:
         reader = self._readers[direction]
         if reader.lost:
             return []
-        try:
-            frames = reader.feed(data)
-        except AmqpError as exc:
-            self._lose(direction, f"{exc}: nothing more of this direction is read")
-            frames = []
+        frames = reader.feed(data)
         header, reader.header = reader.header, None
         if header is not None and (direction == 1 or header != PROTOCOL_HEADER):
             version = ".".join(str(b) for b in header[4:])
@@ -171,13 +167,17 @@ class AmqpSession:
                 "not 0-9-1; its frames are read as 0-9-1's"), direction, 0)  # fmt: skip
         for frame in frames:
             self._frame(direction, frame, ts)
+        if reader.error is not None:
+            self._lose(direction, "amqp.framing",
+                       f"{reader.error}: nothing more of this direction is read")  # fmt: skip
         out, self._out = self._out, []
         return out
 
     def gap(self, direction: int, size: int, ts: float) -> list[Operation]:
         if not self._readers[direction].lost:
-            self._lose(direction, f"{size} bytes were not captured: where the next frame "
-                       "starts cannot be told, nothing more of this direction is read")  # fmt: skip
+            message = (f"{size} bytes were not captured: where the next frame starts cannot "
+                       "be told, nothing more of this direction is read")  # fmt: skip
+            self._lose(direction, "amqp.gap", message)
         return []
 
     def end(self, direction: int, ts: float, *, clean: bool) -> list[Operation]:
@@ -199,11 +199,11 @@ class AmqpSession:
 
     # -- frames ---------------------------------------------------------------------------
 
-    def _lose(self, direction: int, message: str) -> None:
+    def _lose(self, direction: int, code: str, message: str) -> None:
         reader = self._readers[direction]
         reader.lost = True
         self._lost = True
-        self._diagnostic("amqp.framing", message, direction, reader.offset)
+        self._diagnostic(code, message, direction, reader.offset)
 
     def _diagnostic(self, code: str, message: str, direction: int, offset: int) -> None:
         side = "client" if direction == 0 else "server"

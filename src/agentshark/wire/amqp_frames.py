@@ -51,16 +51,17 @@ class FrameReader:
     """Cuts one direction's bytes into frames. The client's direction starts with the
     protocol header (``header``: the 8 bytes seen, or None); the server's may too, when it
     refuses the client's version (§4.2.2). A wrong frame-end octet or a size past
-    :data:`MAX_FRAME` raises :class:`AmqpError`: there is no marker to find the next frame."""
+    :data:`MAX_FRAME` ends the direction (``error``): no marker tells where the next frame is."""
 
-    __slots__ = ("_buf", "header", "lost", "offset", "want_header")
+    __slots__ = ("_buf", "error", "header", "lost", "offset", "want_header")
 
     def __init__(self, *, want_header: bool) -> None:
         self._buf = bytearray()
         self.offset = 0  # direction offset of _buf[0]
         self.want_header = want_header
         self.header: bytes | None = None
-        self.lost = False  # set by the session: nothing more of the direction is read
+        self.lost = False  # nothing more of the direction is read
+        self.error: str | None = None  # why, when bytes were no frame
 
     @property
     def left(self) -> int:
@@ -68,26 +69,22 @@ class FrameReader:
         return len(self._buf)
 
     def feed(self, data: bytes) -> list[Frame]:
+        """The frames finished by ``data``; after bytes that are no frame, those before
+        them, and ``error`` says what was wrong (nothing more is read)."""
         if self.lost:
             return []
         buf = self._buf
         buf += data
         out: list[Frame] = []
         pos = 0
-        if self.want_header or (self.offset == 0 and buf[:4] == b"AMQP"[: len(buf)]):
-            if len(buf) < 8:
-                return out
-            if buf[:4] == b"AMQP":
-                self.header = bytes(buf[:8])
-                pos = 8
-            elif self.want_header:
-                self.want_header = False
-                raise AmqpError(f"not the AMQP protocol header: {bytes(buf[:8])!r}")
-            self.want_header = False
-        size_all = len(buf)
         try:
+            start = self._header(buf)
+            if start is None:
+                return out
+            pos = start
+            size_all = len(buf)
             while size_all - pos >= 7:
-                ftype, channel, size = struct.unpack_from(">BHI", buf, pos)
+                ftype, channel, size = _FRAME_HEAD.unpack_from(buf, pos)
                 if size > MAX_FRAME:
                     raise AmqpError(f"a frame of {size} bytes (type {ftype}): not a frame")
                 end = pos + 7 + size
@@ -95,19 +92,32 @@ class FrameReader:
                     break
                 if buf[end] != FRAME_END:
                     raise AmqpError(f"frame-end octet {buf[end]:#x}, not 0xce (type {ftype})")
-                out.append(
-                    Frame(
-                        type=ftype,
-                        channel=channel,
-                        payload=bytes(buf[pos + 7 : end]),
-                        offset=self.offset + pos,
-                    )
-                )
+                payload = bytes(buf[pos + 7 : end])
+                out.append(Frame(type=ftype, channel=channel, payload=payload,
+                                 offset=self.offset + pos))  # fmt: skip
                 pos = end + 1
-        finally:
-            del buf[:pos]
-            self.offset += pos
+        except AmqpError as exc:
+            self.error = str(exc)
+            self.lost = True
+        del buf[:pos]
+        self.offset += pos
         return out
+
+    def _header(self, buf: bytearray) -> int | None:
+        """Where the frames start: past the protocol header, when this direction has one
+        (None: more bytes are needed to tell)."""
+        if not (self.want_header or (self.offset == 0 and buf[:4] == b"AMQP"[: len(buf)])):
+            return 0
+        if len(buf) < 8:
+            return None
+        self.want_header = False
+        if buf[:4] != b"AMQP":
+            raise AmqpError(f"not the AMQP protocol header: {bytes(buf[:8])!r}")
+        self.header = bytes(buf[:8])
+        return 8
+
+
+_FRAME_HEAD = struct.Struct(">BHI")
 
 
 def text(data: bytes) -> Json:
