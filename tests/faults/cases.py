@@ -68,6 +68,7 @@ INPUTS: tuple[Input, ...] = (
     _own("pg_psycopg", "PostgreSQL v3 (psycopg 3)"),
     _own("pg_tls", "PostgreSQL v3 over TLS 1.3 after an SSLRequest (psycopg 3)", keys=True),
     _own("redis_py", "Redis RESP (redis-py)"),
+    _own("amqp_pika", "AMQP 0-9-1 (pika, Celery, RabbitMQ)"),
 )
 
 BY_NAME = {i.name: i for i in INPUTS}

@@ -296,9 +296,15 @@ def build() -> dict[str, int]:
 
 
 def _wire(add: Any) -> None:
-    """PostgreSQL and Redis connections of the project's own captures
-    (scripts/make_pg_captures.py, scripts/make_redis_captures.py)."""
-    for name, target in (("pg_psycopg", "pgsql"), ("pg_agent", "pgsql"), ("redis_py", "resp")):
+    """PostgreSQL, Redis and AMQP connections of the project's own captures
+    (scripts/make_pg_captures.py, scripts/make_redis_captures.py, make_amqp_captures.py)."""
+    own = (
+        ("pg_psycopg", "pgsql"),
+        ("pg_agent", "pgsql"),
+        ("redis_py", "resp"),
+        ("amqp_pika", "amqp"),
+    )
+    for name, target in own:
         for steps in streams(OWN / name / "capture.pcap").values():
             client, server = joined(steps)
             if client or server:

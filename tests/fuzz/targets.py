@@ -455,6 +455,13 @@ def t_resp(parts: Parts) -> list[Any]:
     return _wire(RespSession("fuzz"), parts)
 
 
+def t_amqp(parts: Parts) -> list[Any]:
+    """Both directions of an AMQP 0-9-1 connection through the wire decoder."""
+    from agentshark.wire.amqp import AmqpSession
+
+    return _wire(AmqpSession("fuzz"), parts)
+
+
 def _wire(session: Any, parts: Parts) -> list[Any]:
     from agentshark.wire.events import Operation
 
@@ -849,6 +856,22 @@ TARGETS: dict[str, Target] = {
             parts=2,
             tokens=(b"*1\r\n", b"$-1\r\n", b"+OK\r\n", b">3\r\n", b"%1\r\n", b"|1\r\n"),
             doc="wire.resp.RespSession (Redis RESP2/RESP3, both directions)",
+        ),
+        Target(
+            name="amqp",
+            run=t_amqp,
+            parts=2,
+            tokens=(
+                b"AMQP\x00\x00\x09\x01",
+                b"\xce",
+                b"\x01\x00\x01",
+                b"\x00\x3c\x00\x28",
+                b"\x02\x00\x01",
+                b"\x03\x00\x01",
+                b"F\x00\x00\x00",
+                b"A\x00\x00\x00",
+            ),
+            doc="wire.amqp.AmqpSession (AMQP 0-9-1, both directions)",
         ),
         Target(
             name="h2",

@@ -10,7 +10,7 @@ and gives the connection to the chosen decoder; ``agentshark.pipeline.wire`` tur
 operation into an exchange of transport ``<name>``.
 
 Recognized: PostgreSQL v3 (:mod:`agentshark.wire.pgsql`), Redis RESP2/RESP3
-(:mod:`agentshark.wire.resp`).
+(:mod:`agentshark.wire.resp`), AMQP 0-9-1 (:mod:`agentshark.wire.amqp`).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from agentshark.wire.amqp import AmqpSession, sniff_amqp
 from agentshark.wire.events import Operation, WireDecoder
 from agentshark.wire.pgsql import PgSession, looks_like_startup
 from agentshark.wire.resp import RespSession, looks_like_resp
@@ -60,6 +61,7 @@ def _sniff_redis(client: bytes, server: bytes, port: int) -> bool | None:
 PROTOCOLS: tuple[WireProtocol, ...] = (
     WireProtocol(name="postgresql", scheme="postgresql", sniff=_sniff_pg, decoder=PgSession),
     WireProtocol(name="redis", scheme="redis", sniff=_sniff_redis, decoder=RespSession),
+    WireProtocol(name="amqp", scheme="amqp", sniff=sniff_amqp, decoder=AmqpSession),
 )
 NAMES = frozenset(p.name for p in PROTOCOLS)
 
