@@ -331,6 +331,7 @@ def _report(args: argparse.Namespace, census: Census, *, calls: bool) -> int:
                 sources,
                 unclaimed=analysis.not_understood(),
                 census=census,
+                lives=analysis.lives,
             )
             text.flush()
         else:

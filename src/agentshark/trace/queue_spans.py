@@ -82,7 +82,8 @@ def _place(
             if producer is not None and publish is not None:
                 at = life.events.index(publish)
                 span.links.append(_link(producer[0], life, at, publish, consumer[2]))
-            _insert(trace, span, before=consumer[1])
+            _insert(trace, span)
+            _cover(agent, span)
         elif producer is not None:
             trace = producer[0]
             parent = parent_span.span_id if parent_span is not None else _agent(trace).span_id
@@ -212,6 +213,15 @@ def _span(life: Life, n: int, event: Event, trace: Trace, parent: str) -> Span:
     )
 
 
+def _cover(agent: Span, span: Span) -> None:
+    """The synthesized agent span lasts as long as the messaging spans of its run."""
+    if span.started is not None:
+        agent.started = min(agent.started or span.started, span.started)
+    end = span.ended if span.ended is not None else span.started
+    if end is not None:
+        agent.ended = max(agent.ended or end, end)
+
+
 def _link(trace: Trace, life: Life, n: int, event: Event, origin: str) -> dict[str, Json]:
     publish = _span_id_of(trace, life, n, event)
     return {"trace_id": trace.trace_id, "span_id": publish, "origin": origin, "life": life.id}
@@ -221,11 +231,9 @@ def _span_id_of(trace: Trace, life: Life, n: int, event: Event) -> str:
     return hex_id(f"message {trace.trace_id} {life.id} {n} {event.seen.exchange_id}", 16)
 
 
-def _insert(
-    trace: Trace, span: Span, *, after: Span | None = None, before: str | None = None
-) -> None:
-    """After ``after`` (and the messaging spans already following it), or before the model
-    span of call ``before``, else at the end."""
+def _insert(trace: Trace, span: Span, *, after: Span | None = None) -> None:
+    """After ``after`` (and the messaging spans already following it), else in time order:
+    before the first span of the run that started later."""
     spans = trace.spans
     if after is not None and after in spans:
         at = spans.index(after) + 1
@@ -233,9 +241,9 @@ def _insert(
             at += 1
         spans.insert(at, span)
         return
-    if before is not None:
+    if span.started is not None:
         for at, other in enumerate(spans):
-            if other.kind == "model" and other.call_id == before:
+            if other.parent_id is not None and (other.started or 0.0) > span.started:
                 spans.insert(at, span)
                 return
     spans.append(span)
