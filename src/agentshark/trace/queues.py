@@ -3,7 +3,8 @@ into the lives of the messages (published, delivered, settled), by evidence only
 
 Each event is one message of one operation, placed in time where the broker saw it: a
 publish or a settlement when its request was sent, a delivery when the reply (or push)
-carrying it arrived; ties keep the input's order. The joins, per system:
+carrying it arrived (with the publish of a move: LMOVE delivers and publishes at once); ties
+keep the input's order. The joins, per system:
 
 - Kafka: a publish and a delivery of the same (topic, partition, offset) are one life
   (``offset``); an OffsetCommit of offset O for a partition settles every life of that
@@ -142,10 +143,12 @@ def seen_of(exchange: Exchange, order: int) -> list[Seen]:
     if op is None or not op.messages:
         return []
     answered = op.response_started if op.response_started is not None else op.ended
+    # a move (LMOVE: a delivery and a publish in one command) happens at once, when answered
+    moves = any(m.action == "deliver" for m in op.messages)
     out = []
     for n, message in enumerate(op.messages):
         t = op.started
-        if message.action == "deliver" and answered is not None:
+        if (message.action == "deliver" or moves) and answered is not None:
             t = answered
         out.append(
             Seen(
