@@ -213,3 +213,31 @@ def test_the_capture_s_messages_are_the_client_s() -> None:
             ("XACK", "ack", entry_id)} <= got  # fmt: skip
     lpush = next(o for o in ops if o.command == "LPUSH").messages[0]
     assert lpush.payload == json.loads('{"task": "summarize", "id": 17}')
+
+
+def test_a_payload_too_large_is_not_kept_but_still_joins() -> None:
+    """Over MAX_PAYLOAD: no payload, its digest; a list pop joins its push by that digest."""
+    from agentshark.model import Exchange
+    from agentshark.trace.queues import Joiner
+    from agentshark.wire.resp_queue import MAX_PAYLOAD
+
+    big = b"x" * (MAX_PAYLOAD + 1)
+    steps: list[m.Step] = [
+        (0, cmd("RPUSH", "q", big) + cmd("XADD", "s", "*", "traceparent", TP, "blob", big)),
+        (1, b":1\r\n" + bulk(b"1-0")),
+        (0, cmd("LPOP", "q")),
+        (1, bulk(big)),
+    ]
+    ops = run(steps)
+    push, entry_msg, pop = (o.messages[0] for o in ops)
+    assert push.payload is None and push.size == len(big) and push.details["payload_cut"]
+    assert push.details["payload_sha256"] == pop.details["payload_sha256"]
+    assert entry_msg.payload is None and entry_msg.headers == {"traceparent": TP}
+    assert entry_msg.details["payload_cut"] is True
+    joiner = Joiner()
+    for n, op in enumerate(ops):
+        ex = Exchange(id=f"e{n}", source=0, connection="c", transport="redis", request=None,
+                      response=None, operation=op)  # fmt: skip
+        joiner.add(ex, n)
+    lives = joiner.lives()
+    assert [[e.seen.exchange_id for e in x.events] for x in lives] == [["e0", "e2"], ["e1"]]

@@ -193,8 +193,11 @@ def _unsettled_kind(m: QueueMessage) -> bool:
 
 
 def _canonical(m: QueueMessage) -> bytes | None:
+    """What compares two payloads: the payload and size, or the digest of one too large to
+    keep (``details["payload_sha256"]``)."""
     if m.payload is None:
-        return None
+        digest = m.details.get("payload_sha256")
+        return digest.encode() if isinstance(digest, str) else None
     return orjson.dumps([m.size, m.payload], option=orjson.OPT_SORT_KEYS)
 
 

@@ -21,8 +21,11 @@ What each command says (https://redis.io/docs/latest/commands/):
   ``pmessage`` push delivers (``details["pattern"]`` for a pattern subscription).
 
 Payloads: JSON when the value parses, else text when UTF-8, else None (``size`` counts the
-bytes either way). Task queues on Redis are recognized by their payloads: a Celery task
-message (kombu's JSON envelope with ``headers.task`` and ``headers.id``,
+bytes either way); a message of more than :data:`MAX_PAYLOAD` bytes keeps no payload (its
+trace headers aside), ``details["payload_cut"]`` and ``["payload_sha256"]`` instead.
+
+Task queues on Redis are recognized by their payloads: a Celery task message (kombu's JSON
+envelope with ``headers.task`` and ``headers.id``,
 https://docs.celeryq.dev/en/stable/internals/protocol.html) gives ``details["celery"]`` (task,
 id, argsrepr, kwargsrepr, root and parent ids, and the decoded body when it is base64 JSON),
 its headers as the message's ``headers`` and ``properties.correlation_id`` as its
@@ -35,6 +38,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 from typing import Any
 
 import orjson
@@ -43,6 +47,7 @@ from agentshark.wire.events import Json, QueueMessage
 from agentshark.wire.resp_values import RespValue
 
 SYSTEM = "redis"
+MAX_PAYLOAD = 1 << 20  # bytes of a message kept as its payload (as resp.MAX_VALUE_BYTES)
 _TRACE_FIELDS = ("traceparent", "tracestate")
 _RQ_QUEUE = "rq:queue:"
 _RQ_JOB = "rq:job:"
@@ -58,9 +63,15 @@ def _text(data: bytes) -> str | None:
         return None
 
 
-def payload_of(data: bytes) -> Json:
+def payload_of(data: bytes, details: dict[str, Json] | None = None) -> Json:
     """A value as JSON when it parses (an object or array), else text when UTF-8, else
-    None."""
+    None. A value of more than :data:`MAX_PAYLOAD` bytes is not kept: None, and
+    ``details`` says ``payload_cut`` with the value's SHA-256 (what joins it)."""
+    if len(data) > MAX_PAYLOAD:
+        if details is not None:
+            details["payload_cut"] = True
+            details["payload_sha256"] = hashlib.sha256(data).hexdigest()
+        return None
     head = data[:1]
     if head in (b"{", b"["):
         try:
@@ -88,8 +99,8 @@ def messages(name: str, args: list[bytes], reply: RespValue | None) -> list[Queu
 
 
 def _list_message(action: str, key: str | None, value: bytes, end: str) -> QueueMessage:
-    payload = payload_of(value)
     details: dict[str, Json] = {"end": end}
+    payload = payload_of(value, details)
     headers: dict[str, Json] = {}
     correlation = None
     if key is not None and key.startswith(_RQ_QUEUE):
@@ -171,18 +182,26 @@ def _move(name: str, args: list[bytes], reply: RespValue | None) -> list[QueueMe
 # -- streams --------------------------------------------------------------------------------
 
 
-def _fields(items: list[tuple[str, Any]]) -> tuple[dict[str, Json], dict[str, Json], int]:
-    """A stream entry's field list -> (payload, trace headers, bytes)."""
-    payload: dict[str, Json] = {}
-    size = 0
+def _fields(
+    items: list[tuple[str, Any]], details: dict[str, Json]
+) -> tuple[dict[str, Json] | None, dict[str, Json], int]:
+    """A stream entry's field list -> (payload, trace headers, bytes); an entry of more than
+    :data:`MAX_PAYLOAD` bytes keeps its trace headers, and ``details`` its digest."""
     raw = [_bulk(v) for v in items]
-    for field, value in zip(raw[::2], raw[1::2], strict=False):
-        size += len(field) + len(value)
+    pairs = list(zip(raw[::2], raw[1::2], strict=False))
+    size = sum(len(f) + len(v) for f, v in pairs)
+    payload: dict[str, Json] = {}
+    for field, value in pairs:
+        name = field.decode("utf-8", "replace")
+        if size > MAX_PAYLOAD and name not in _TRACE_FIELDS:
+            continue
         text = _text(value)
-        payload[field.decode("utf-8", "replace")] = (
-            text if text is not None else {"base64": base64.b64encode(value).decode()}
-        )
+        payload[name] = text if text is not None else {"base64": base64.b64encode(value).decode()}
     headers = {k: payload[k] for k in _TRACE_FIELDS if isinstance(payload.get(k), str)}
+    if size > MAX_PAYLOAD:
+        details["payload_cut"] = True
+        details["payload_sha256"] = hashlib.sha256(b"".join(raw)).hexdigest()
+        return None, headers, size
     return payload, headers, size
 
 
@@ -201,10 +220,11 @@ def _entry(action: str, key: str | None, entry: tuple[str, Any], **kw: Any) -> Q
             system=SYSTEM, action=action, destination=key, message_id=entry_id,
             details=details, **kw,
         )  # fmt: skip
-    payload, headers, size = _fields(fields)
+    details = dict(kw.pop("details", {}))
+    payload, headers, size = _fields(fields, details)
     return QueueMessage(
         system=SYSTEM, action=action, destination=key, message_id=entry_id, headers=headers,
-        payload=payload, size=size, **kw,
+        payload=payload, size=size, details=details, **kw,
     )  # fmt: skip
 
 
@@ -222,7 +242,8 @@ def _xadd(name: str, args: list[bytes], reply: RespValue | None) -> list[QueueMe
         else:
             break
     sent = args[pos]
-    payload, headers, size = _fields([("$", v) for v in args[pos + 1 :]])
+    details: dict[str, Json] = {}
+    payload, headers, size = _fields([("$", v) for v in args[pos + 1 :]], details)
     entry_id = None
     if reply is not None and reply.kind == "$" and isinstance(reply.value, bytes):
         entry_id = _text(reply.value)
@@ -230,7 +251,7 @@ def _xadd(name: str, args: list[bytes], reply: RespValue | None) -> list[QueueMe
         entry_id = _text(sent)
     message = QueueMessage(
         system=SYSTEM, action="publish", destination=_text(args[0]), message_id=entry_id,
-        headers=headers, payload=payload, size=size,
+        headers=headers, payload=payload, size=size, details=details,
     )  # fmt: skip
     return [message]
 
@@ -310,7 +331,7 @@ def _publish(name: str, args: list[bytes], reply: RespValue | None) -> list[Queu
     return [
         QueueMessage(
             system=SYSTEM, action="publish", destination=_text(args[0]),
-            payload=payload_of(value), size=len(value), details=details,
+            payload=payload_of(value, details), size=len(value), details=details,
         )
     ]  # fmt: skip
 
@@ -332,7 +353,7 @@ def push_messages(items: list[tuple[str, Any]]) -> list[QueueMessage]:
     return [
         QueueMessage(
             system=SYSTEM, action="deliver", destination=_text(channel),
-            payload=payload_of(value), size=len(value), details=details,
+            payload=payload_of(value, details), size=len(value), details=details,
         )
     ]  # fmt: skip
 
