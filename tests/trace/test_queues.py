@@ -227,3 +227,25 @@ def test_events_are_placed_by_time_not_input_order() -> None:
     out = life.to_json()
     assert [e["delay"] for e in out["events"]] == [None, 2.1, 1.9]  # deliver at the reply
     assert out["outcome"] == "acked" and out["identity"] == {"message_id": "1-0"}
+
+
+def test_dead_letters_of_an_unnamed_queue_and_of_an_expired_message() -> None:
+    """A delivery whose queue the decoder did not know, and a message that expired before any
+    delivery, are joined by their body; another body is not."""
+    c = Capture()
+    c.op("c", amqp("deliver", channel=1, delivery_tag=1, message_id="m1", payload="a", size=1))
+    c.op("c", amqp("nack", channel=1, delivery_tag=1, requeue=False))
+    c.op("p", amqp("publish", destination="ex", routing_key="ttl", payload="b", size=1))
+    c.op("p", amqp("publish", destination="ex", routing_key="ttl", payload="c", size=1))
+    for tag, body, reason in ((1, "a", "rejected"), (2, "b", "expired"), (3, "zz", "expired")):
+        death = [{"queue": "work", "reason": reason}]
+        c.op("d", amqp("deliver", destination="dlq", channel=1, delivery_tag=tag,
+                       message_id="m1" if body == "a" else None, payload=body, size=len(body),
+                       headers={"x-death": death}))  # fmt: skip
+    first, expired, other, dead_a, dead_b, dead_zz = c.lives()
+    assert (dead_a.dead_letter_of, dead_b.dead_letter_of, dead_zz.dead_letter_of) == (
+        first.id, expired.id, None
+    )  # fmt: skip
+    assert [first.outcome, expired.outcome, other.outcome] == [
+        "dead-lettered", "dead-lettered", "published-undelivered"
+    ]  # fmt: skip

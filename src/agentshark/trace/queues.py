@@ -17,7 +17,8 @@ keep the input's order. The joins, per system:
   the same connection, channel and delivery tag; ``multiple`` settles every unsettled
   delivery of the channel up to the tag (tag 0: all). A delivery whose ``x-death`` header
   names a queue and a reason is a dead letter: it starts a life of its own, joined
-  (``dead_letter_of``) to the latest earlier life delivered from that queue that was rejected
+  (``dead_letter_of``) to the latest earlier life delivered from that queue (or from a queue
+  the delivery did not name) with the same ``message_id`` or payload that was rejected
   or nacked without requeue (or, for ``expired``/``maxlen``, never settled), whose outcome
   becomes ``dead-lettered``.
 - Redis: stream entries by (key, entry id): XADD, each XREADGROUP/XREAD/XRANGE/XCLAIM
@@ -340,9 +341,10 @@ class _State:
         for first in reversed(self.out[:-1]):
             if first.system != "amqp" or first.dead_lettered_as is not None:
                 continue
-            delivered = [e for e in first.events if e.seen.message.action == "deliver"]
-            if not any(e.seen.message.destination == queue for e in delivered):
-                continue
+            queues = {e.seen.message.destination for e in first.events
+                      if e.seen.message.action == "deliver"}  # fmt: skip
+            if queues and queue not in queues and queues != {None}:
+                continue  # delivered from another queue (a queue not known: the body decides)
             if not _died(first, reason) or not _same_body(first, seen.message):
                 continue
             first.dead_lettered_as = life.id
