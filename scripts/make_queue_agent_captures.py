@@ -16,6 +16,12 @@ The run (real software, every program on 127.0.0.1):
    worker writes the row with ``psycopg`` into PostgreSQL, sends the tool result back, gets
    the stub's final text, then acks the message.
 
+Each broker is captured twice: ``queue_agent_<broker>`` without trace context (the worker's
+run is joined to the agent's by the task text its prompt holds), and
+``queue_agent_<broker>_traceparent`` with W3C trace context as OpenTelemetry instrumentation
+propagates it: a ``traceparent`` on the agent's model calls and in the message, which the
+worker continues on its own model calls (one trace-id for both runs).
+
 Brokers (:data:`BROKERS`; a broker is a class with ``start``/``stop``, the agent's
 ``publish`` and the worker's ``receive``/``ack``, so RabbitMQ or Kafka are one class each):
 
@@ -38,6 +44,7 @@ import argparse
 import http.server
 import json
 import os
+import secrets
 import shutil
 import subprocess
 import sys
@@ -173,11 +180,12 @@ class RedisBroker:
         out = subprocess.run(["redis-server", "--version"], capture_output=True, text=True)
         return {**genlib.package_versions("redis"), "redis-server": out.stdout.strip()}
 
-    def publish(self, task_id: str, task: str) -> dict[str, Any]:
+    def publish(self, task_id: str, task: str, headers: dict[str, str]) -> dict[str, Any]:
+        """XADD the task; trace context (``headers``) as fields of the entry."""
         import redis
 
         r: Any = redis.Redis(host="127.0.0.1", port=self.port)
-        entry: Any = r.xadd(self.stream, {"task_id": task_id, "task": task})
+        entry: Any = r.xadd(self.stream, {"task_id": task_id, "task": task, **headers})
         r.close()
         return {"command": "XADD", "stream": self.stream, "entry_id": entry.decode()}
 
@@ -190,7 +198,10 @@ class RedisBroker:
         entry_id, fields = entries[0]
         message = {k.decode(): v.decode() for k, v in fields.items()}
         record = {"command": "XREADGROUP", "entry_id": entry_id.decode(), "fields": message}
-        return (r, entry_id), {**record, "task_id": message["task_id"], "task": message["task"]}
+        found = {"task_id": message["task_id"], "task": message["task"]}
+        if "traceparent" in message:
+            found["traceparent"] = message["traceparent"]
+        return (r, entry_id), {**record, **found}
 
     def ack(self, handle: Any) -> dict[str, Any]:
         r, entry_id = handle
@@ -205,22 +216,36 @@ BROKERS = {"redis": RedisBroker}
 # -- the programs ---------------------------------------------------------------------------
 
 
-def agent(broker: Any, truth: dict[str, Any]) -> None:
+def traceparent(trace_id: str) -> str:
+    """A W3C traceparent of ``trace_id`` with a new span id."""
+    return f"00-{trace_id}-{secrets.token_hex(8)}-01"
+
+
+def agent(broker: Any, truth: dict[str, Any], trace_id: str | None) -> None:
+    """The agent; with ``trace_id``, W3C trace context on its model calls (one agent span)
+    and on the message (the tool span's), as OpenTelemetry instrumentation propagates it."""
     import openai
 
     client = openai.OpenAI(base_url=f"http://127.0.0.1:{MODEL_PORT}/v1", api_key="sk-test")
+    extra = {"traceparent": traceparent(trace_id)} if trace_id else {}
     messages: list[Any] = [{"role": "user", "content": "Get the Brest tides summarized."}]
-    first = client.chat.completions.create(model="stub-1", messages=messages, tools=AGENT_TOOLS)
+    first = client.chat.completions.create(
+        model="stub-1", messages=messages, tools=AGENT_TOOLS, extra_headers=extra
+    )
     call = first.choices[0].message.tool_calls[0]  # type: ignore[index]
     arguments = json.loads(call.function.arguments)  # type: ignore[union-attr]
-    published = broker.publish("task-0001", arguments["task"])
+    headers = {"traceparent": traceparent(trace_id)} if trace_id else {}
+    published = broker.publish("task-0001", arguments["task"], headers)
+    truth["trace_context"] = {"agent": extra, "message": headers} if trace_id else None
     truth["agent"] = {"tool_call": {"id": call.id, "name": "enqueue_task", "arguments": arguments},
                       "published": published}  # fmt: skip
     messages += [
         first.choices[0].message.model_dump(exclude_none=True),
         {"role": "tool", "tool_call_id": call.id, "content": json.dumps(published)},
     ]
-    final = client.chat.completions.create(model="stub-1", messages=messages, tools=AGENT_TOOLS)
+    final = client.chat.completions.create(
+        model="stub-1", messages=messages, tools=AGENT_TOOLS, extra_headers=extra
+    )
     truth["agent"]["answer"] = final.choices[0].message.content
 
 
@@ -231,9 +256,13 @@ def worker(broker: Any, out: Path) -> None:
 
     handle, delivered = broker.receive()
     client = openai.OpenAI(base_url=f"http://127.0.0.1:{MODEL_PORT}/v1", api_key="sk-test")
+    parent = delivered.get("traceparent")  # the producer's context: continued by the worker
+    extra = {"traceparent": traceparent(parent.split("-")[1])} if parent else {}
     prompt = f"Do the task id {delivered['task_id']}: {delivered['task']}"
     messages: list[Any] = [{"role": "user", "content": prompt}]
-    first = client.chat.completions.create(model="stub-1", messages=messages, tools=WORKER_TOOLS)
+    first = client.chat.completions.create(
+        model="stub-1", messages=messages, tools=WORKER_TOOLS, extra_headers=extra
+    )
     call = first.choices[0].message.tool_calls[0]  # type: ignore[index]
     arguments = json.loads(call.function.arguments)  # type: ignore[union-attr]
     with psycopg.connect(PG_DSN, autocommit=True) as conn:
@@ -243,7 +272,9 @@ def worker(broker: Any, out: Path) -> None:
         first.choices[0].message.model_dump(exclude_none=True),
         {"role": "tool", "tool_call_id": call.id, "content": status or ""},
     ]
-    final = client.chat.completions.create(model="stub-1", messages=messages, tools=WORKER_TOOLS)
+    final = client.chat.completions.create(
+        model="stub-1", messages=messages, tools=WORKER_TOOLS, extra_headers=extra
+    )
     acked = broker.ack(handle)
     record = {
         "delivered": delivered,
@@ -254,17 +285,19 @@ def worker(broker: Any, out: Path) -> None:
         "command_tag": status,
         "answer": final.choices[0].message.content,
         "acked": acked,
+        "trace_context": extra or None,
     }
     out.write_text(json.dumps(record))
 
 
-def capture(broker_name: str, tcpdump: str, folder: Path) -> None:
+def capture(broker_name: str, tcpdump: str, folder: Path, *, context: bool) -> None:
     import psycopg
 
     broker = BROKERS[broker_name]()
     pcap = folder / "capture.pcap"
     truth: dict[str, Any] = {"made_by": "scripts/make_queue_agent_captures.py",
                              "broker": broker_name}  # fmt: skip
+    trace_id = secrets.token_hex(16) if context else None
     stub = http.server.ThreadingHTTPServer(("127.0.0.1", MODEL_PORT), ModelStub)
     threading.Thread(target=stub.serve_forever, daemon=True).start()
     pg.PORT = PG_PORT
@@ -284,7 +317,7 @@ def capture(broker_name: str, tcpdump: str, folder: Path) -> None:
                 [sys.executable, __file__, "--worker", broker_name, "--record", str(record)]
             )
             time.sleep(0.5)  # the worker is waiting on the queue
-            agent(broker, truth)
+            agent(broker, truth, trace_id)
             if work.wait(60) != 0:
                 raise genlib.ToolError(f"the worker exited with {work.returncode}")
             counters = dump.stop()
@@ -308,7 +341,7 @@ def capture(broker_name: str, tcpdump: str, folder: Path) -> None:
     }
     genlib.write_json(folder / "truth.json", truth)
     genlib.write_json(folder / "run.json", run)
-    genlib.log(f"queue_agent_{broker_name}: {run['packets']} packets, {counters}")
+    genlib.log(f"{folder.name}: {run['packets']} packets, {counters}")
 
 
 def main() -> None:
@@ -325,7 +358,8 @@ def main() -> None:
         raise SystemExit("make_queue_agent_captures.py: run as root (tcpdump, runuser postgres)")
     tcpdump = genlib.ensure_tcpdump()
     for name in [args.broker] if args.broker else sorted(BROKERS):
-        capture(name, tcpdump, args.out / f"queue_agent_{name}")
+        capture(name, tcpdump, args.out / f"queue_agent_{name}", context=False)
+        capture(name, tcpdump, args.out / f"queue_agent_{name}_traceparent", context=True)
 
 
 if __name__ == "__main__":

@@ -151,3 +151,34 @@ def test_text_view() -> None:
     assert "→ acked" in text
     assert "1 queue message" in text
     assert "trace 1 → trace 2: payload_in_prompt" in text
+
+
+def test_with_trace_context_one_trace_and_the_traceparent_as_evidence() -> None:
+    """The _traceparent variant: the agent's model calls and the message carry W3C trace
+    context, which the worker continues: one trace, the consumer found by the message's
+    traceparent, the delivery and ack spans linked to the publish span in it."""
+    folder = ROOT / "tests" / "data" / "captures" / "queue_agent_redis_traceparent"
+    t = json.loads((folder / "truth.json").read_text())
+    sent = t["trace_context"]["message"]["traceparent"]
+    assert t["worker"]["delivered"]["traceparent"] == sent
+    trace_id = sent.split("-")[1]
+    data = analyze(str(folder / "capture.pcap")).to_json()
+    (trace,) = data["traces"]
+    assert trace["trace_id"] == trace_id and trace["origin"] == "traceparent"
+    (life,) = data["queue_messages"]
+    assert [e["action"] for e in life["events"]] == ["publish", "deliver", "ack"]
+    assert life["outcome"] == "acked"
+    (run_link,) = life["runs"]
+    assert run_link["producer"] == run_link["consumer"] == trace_id
+    assert run_link["origin"] == "traceparent" and sent in run_link["evidence"]
+    messaging = [s for s in trace["spans"] if s["kind"] == "messaging"]
+    publish = messaging[0]
+    assert [s["name"] for s in messaging] == [
+        "publish agent:tasks", "deliver agent:tasks", "ack agent:tasks"
+    ]  # fmt: skip
+    assert all(s["links"][0]["span_id"] == publish["span_id"] for s in messaging[1:])
+    assert publish["span_id"] == sent.split("-")[2]  # the span the message's context names
+    assert publish["span_id_source"] == "traceparent parent-id of the message"
+    tools = {s["tool_call_id"]: s for s in trace["spans"] if s["kind"] == "tool"}
+    assert publish["parent_id"] == tools[t["agent"]["tool_call"]["id"]]["span_id"]
+    assert tools[t["worker"]["tool_call"]["id"]]["execution"] is not None  # the INSERT

@@ -70,18 +70,19 @@ def _place(
     consumer = _consumer(life, producer[0] if producer else None, trace_of, traces, models)
     if producer is None and consumer is None:
         return
-    parent_span: Span | None = None
-    if producer is not None:
-        trace, tool = producer
-        parent_span = tool
+    link: dict[str, Json] | None = None
+    if producer is not None and publish is not None:
+        at = life.events.index(publish)
+        publish_id = _span_id_of(producer[0], life, at, publish)
+        link = {"trace_id": producer[0].trace_id, "span_id": publish_id[0], "life": life.id}
+    parent_span: Span | None = producer[1] if producer is not None else None
     for n, event in enumerate(life.events):
         consumer_side = event.seen.message.action != "publish"
         if consumer is not None and consumer_side:
             trace, agent = consumer[0], _agent(consumer[0])
             span = _span(life, n, event, trace, agent.span_id)
-            if producer is not None and publish is not None:
-                at = life.events.index(publish)
-                span.links.append(_link(producer[0], life, at, publish, consumer[2]))
+            if link is not None:
+                span.links.append({**link, "origin": consumer[2]})
             _insert(trace, span)
             _cover(agent, span)
         elif producer is not None:
@@ -201,8 +202,10 @@ def _span(life: Life, n: int, event: Event, trace: Trace, parent: str) -> Span:
         attributes["outcome"] = life.outcome
     if not seen.complete:
         attributes["complete"] = False
+    span_id, source = _span_id_of(trace, life, n, event)
     return Span(
-        span_id=hex_id(f"message {trace.trace_id} {life.id} {n} {seen.exchange_id}", 16),
+        span_id=span_id,
+        span_id_source=source,
         parent_id=parent,
         kind="messaging",
         name=f"{m.action} {m.destination}" if m.destination else m.action,
@@ -222,13 +225,18 @@ def _cover(agent: Span, span: Span) -> None:
         agent.ended = max(agent.ended or end, end)
 
 
-def _link(trace: Trace, life: Life, n: int, event: Event, origin: str) -> dict[str, Json]:
-    publish = _span_id_of(trace, life, n, event)
-    return {"trace_id": trace.trace_id, "span_id": publish, "origin": origin, "life": life.id}
-
-
-def _span_id_of(trace: Trace, life: Life, n: int, event: Event) -> str:
-    return hex_id(f"message {trace.trace_id} {life.id} {n} {event.seen.exchange_id}", 16)
+def _span_id_of(trace: Trace, life: Life, n: int, event: Event) -> tuple[str, str]:
+    """A publish whose message carries a ``traceparent`` of the trace's id is the span that
+    parent-id names (the producer's span, as instrumentation propagates it); else derived."""
+    m = event.seen.message
+    value = m.headers.get("traceparent")
+    parsed = parse_traceparent(value) if m.action == "publish" and isinstance(value, str) else None
+    if isinstance(parsed, TraceParent) and parsed.trace_id == trace.trace_id:
+        used = {s.span_id for s in trace.spans}
+        if parsed.parent_id not in used:
+            return parsed.parent_id, "traceparent parent-id of the message"
+    seed = f"message {trace.trace_id} {life.id} {n} {event.seen.exchange_id}"
+    return hex_id(seed, 16), "generated"
 
 
 def _insert(trace: Trace, span: Span, *, after: Span | None = None) -> None:
