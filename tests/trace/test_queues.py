@@ -249,3 +249,21 @@ def test_dead_letters_of_an_unnamed_queue_and_of_an_expired_message() -> None:
     assert [first.outcome, expired.outcome, other.outcome] == [
         "dead-lettered", "dead-lettered", "published-undelivered"
     ]  # fmt: skip
+
+
+def test_the_redis_py_capture_s_lives() -> None:
+    """redis-py's capture (no agent in it): the list, the stream and the channel, each its
+    life, no run to link."""
+    from agentshark.library.analyze import analyze
+    from tests.wire.test_redis_captures import FOLDER
+
+    lives = analyze(str(FOLDER / "capture.pcap")).to_json()["queue_messages"]
+    assert [
+        (x["destination"], [e["action"] for e in x["events"]], x["outcome"]) for x in lives
+    ] == [
+        ("jobs", ["publish", "deliver"], "delivered"),
+        ("events", ["publish", "deliver", "ack"], "acked"),
+        ("news", ["publish", "deliver"], "delivered"),
+    ]
+    assert [x["runs"] for x in lives] == [[], [], []]
+    assert lives[2]["events"][0]["connection"] != lives[2]["events"][1]["connection"]

@@ -10,7 +10,8 @@ strongest first:
 
 1. ``traceparent``: a message header carrying W3C trace context names the trace-id of
    the run that consumed it when a trace of that id holds a model call after the delivery;
-2. ``payload_in_prompt``: the first model call of another run, after the delivery, whose
+2. ``payload_in_prompt``: the first model call of another run, started in the
+   :data:`CONSUME_WINDOW` after the delivery, whose
    prompt (its input's text) holds every string of the payload of 16 characters or more
    (a JSON string value is searched by its own values). The trace keeps slim calls: a long
    prompt is searched in its first characters only.
@@ -24,6 +25,7 @@ only (or in a consumer run found by its payload, when it has one).
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Sequence
 
 import orjson
@@ -37,6 +39,7 @@ from agentshark.trace.spans import hex_id
 
 OPERATION_TYPES = {"publish": "send", "deliver": "receive"}
 MIN_NEEDLE = 16
+CONSUME_WINDOW = 600.0  # seconds after a delivery its consumer's model call may start
 
 
 def add_queue_spans(lives: Sequence[Life], traces: Sequence[Trace], calls: Sequence[Call]) -> None:
@@ -49,10 +52,7 @@ def add_queue_spans(lives: Sequence[Life], traces: Sequence[Trace], calls: Seque
         for span in trace.spans:
             if span.kind == "tool" and span.execution is not None:
                 tool_of[span.execution] = (trace, span)
-    models = sorted(
-        (c for c in calls if is_model_call(c) and c.timing.started is not None),
-        key=lambda c: c.timing.started or 0.0,
-    )
+    models = _Models(calls)
     by_id = {t.trace_id: t for t in traces}
     for life in lives:
         _place(life, tool_of, trace_of, by_id, models)
@@ -63,7 +63,7 @@ def _place(
     tool_of: dict[str, tuple[Trace, Span]],
     trace_of: dict[str, Trace],
     traces: dict[str, Trace],
-    models: Sequence[Call],
+    models: _Models,
 ) -> None:
     publish = next((e for e in life.events if e.seen.message.action == "publish"), None)
     producer = tool_of.get(publish.seen.exchange_id) if publish is not None else None
@@ -109,14 +109,13 @@ def _consumer(
     producer: Trace | None,
     trace_of: dict[str, Trace],
     traces: dict[str, Trace],
-    models: Sequence[Call],
+    models: _Models,
 ) -> tuple[Trace, str, str, str] | None:
     """(trace, model call, origin, evidence) of the run that consumed the message."""
     delivered = [e for e in life.events if e.seen.message.action == "deliver"]
     if not delivered:
         return None
-    after = delivered[0].seen.time
-    later = [c for c in models if after is None or (c.timing.started or 0.0) >= after]
+    later = models.after(delivered[0].seen.time)
     for event in delivered:
         value = event.seen.message.headers.get("traceparent")
         parsed = parse_traceparent(value) if isinstance(value, str) else None
@@ -133,11 +132,37 @@ def _consumer(
         trace = trace_of.get(call.id)
         if trace is None or trace is producer:
             continue
-        text = _prompt(call)
+        text = models.prompt(call)
         if all(n in text for n in needles):
             shown = ", ".join(repr(n[:40]) for n in needles[:3])
             return trace, call.id, "payload_in_prompt", f"{call.id}'s prompt holds {shown}"
     return None
+
+
+class _Models:
+    """The model calls by start time, and their prompts (made once)."""
+
+    def __init__(self, calls: Sequence[Call]) -> None:
+        self.calls = sorted(
+            (c for c in calls if is_model_call(c) and c.timing.started is not None),
+            key=lambda c: c.timing.started or 0.0,
+        )
+        self.starts = [c.timing.started or 0.0 for c in self.calls]
+        self._prompts: dict[str, str] = {}
+
+    def after(self, t: float | None) -> list[Call]:
+        """The calls started in the :data:`CONSUME_WINDOW` seconds from ``t``."""
+        if t is None:
+            return self.calls
+        lo = bisect.bisect_left(self.starts, t)
+        hi = bisect.bisect_right(self.starts, t + CONSUME_WINDOW)
+        return self.calls[lo:hi]
+
+    def prompt(self, call: Call) -> str:
+        text = self._prompts.get(call.id)
+        if text is None:
+            text = self._prompts[call.id] = _prompt(call)
+        return text
 
 
 def _needles(payload: Json) -> list[str]:
