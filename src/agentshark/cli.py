@@ -310,6 +310,8 @@ def _report(args: argparse.Namespace, census: Census, *, calls: bool) -> int:
                     ("traces", (t.to_json() for t in analysis.traces)),
                     ("incidents", (i.to_json() for i in analysis.incidents)),
                 ]
+                if analysis.lives:  # README, Report: queue_messages
+                    sections.append(("queue_messages", (q.to_json() for q in analysis.lives)))
             jwriter.close(sections)
         elif analysis is not None:
             sources: list[SourceReport] = []
@@ -329,6 +331,7 @@ def _report(args: argparse.Namespace, census: Census, *, calls: bool) -> int:
                 sources,
                 unclaimed=analysis.not_understood(),
                 census=census,
+                lives=analysis.lives,
             )
             text.flush()
         else:

@@ -72,6 +72,8 @@ def analyze(
             ("traces", (t.to_json() for t in analysis.traces)),
             ("incidents", (i.to_json() for i in analysis.incidents)),
         ]
+        if analysis.lives:  # README, Report: queue_messages
+            sections.append(("queue_messages", (q.to_json() for q in analysis.lives)))
         writer.close(sections)
         spool.seek(0)
         return Report(spool.read())

@@ -21,10 +21,12 @@ import orjson
 from agentshark.apis.model import Call, Json, ToolCallResponsePart
 from agentshark.output.calls_text import error_text
 from agentshark.output.census import Census, plural, reasons
+from agentshark.output.queue_text import life_lines, messaging_line
 from agentshark.output.redact import redactor
 from agentshark.output.screen import Line, Node, PlainScreen, Screen, Seg, Tone, severity_tone
 from agentshark.pipeline import SourceReport
 from agentshark.trace.model import Incident, Span, Trace
+from agentshark.trace.queues import Life
 
 PREVIEW = 70
 WIDE_PREVIEW = 2000
@@ -33,6 +35,7 @@ WIDE_PREVIEW = 2000
 class TraceTextWriter:
     wide = False  # tool arguments and results at length (set by the CLI)
     _census: Census | None = None  # what the run saw, given to write()
+    _numbers: dict[str, int]  # trace id -> its number in the view
 
     def __init__(self, out: TextIO, *, redact: bool = True, screen: Screen | None = None) -> None:
         self._redactor = redactor(redact)
@@ -47,8 +50,10 @@ class TraceTextWriter:
         *,
         unclaimed: int,
         census: Census | None = None,
+        lives: Sequence[Life] = (),
     ) -> None:
         self._census = census
+        self._numbers = {t.trace_id: n for n, t in enumerate(traces, 1)}
         by_id = {c.id: c for c in calls}
         by_trace: dict[str | None, list[Incident]] = {}
         for incident in incidents:
@@ -69,6 +74,11 @@ class TraceTextWriter:
                 )
             for incident in by_trace.get(trace.trace_id, []):
                 line(("   ", None), _incident(incident))
+            line()
+        if lives:  # the queue messages' lives (agentshark.output.queue_text)
+            line((f"{plural(len(lives), 'queue message')}", "head"))
+            for row in life_lines(lives, self._numbers):
+                line(("  ", None), *row)
             line()
         for incident in by_trace.get(None, []):
             line(_incident(incident))
@@ -127,6 +137,8 @@ class TraceTextWriter:
     def _line(self, span: Span, by_id: dict[str, Call]) -> Line:
         a = span.attributes
         bits: list[Seg]
+        if span.kind == "messaging":
+            return messaging_line(span, self._numbers)
         if span.kind == "model":
             call = by_id.get(span.call_id or "")
             bits = [(span.name, "name"), (span.call_id or "", "label")]

@@ -8,7 +8,8 @@ equal strings stay equal; tool definitions keep their names), and the first
 :data:`BODY_KEPT` bytes of each unclaimed request body (to match tool executions against the
 arguments a model asked for; a gRPC request body is kept as the JSON of its messages read
 without a schema, :func:`grpc_request_json`, so argument values are found in it as text).
-Exchanges themselves are not kept. The whole calls are in the
+Exchanges themselves are not kept (the queue messages of wire operations are, for their
+lives: :mod:`agentshark.trace.queues`). The whole calls are in the
 report's ``calls``; trace attributes (tool arguments, results) hold the slim values.
 """
 
@@ -44,6 +45,8 @@ from agentshark.trace.history import HistoryLink, is_model_call, link_history
 from agentshark.trace.incidents import find_incidents
 from agentshark.trace.model import Incident, Trace
 from agentshark.trace.openapi import OpenApi, is_openapi, name_operations
+from agentshark.trace.queue_spans import add_queue_spans
+from agentshark.trace.queues import Joiner, Life
 from agentshark.trace.spans import HttpRequest
 
 BODY_KEPT = 4096
@@ -151,6 +154,8 @@ class Analysis:
     _connection: dict[str, str] = field(default_factory=dict)  # exchange id -> connection
     _ahead: set[str] = field(default_factory=set)  # exchanges whose model call came first
     _ops: set[str] = field(default_factory=set)  # exchanges that are a wire protocol's operation
+    queues: Joiner = field(default_factory=Joiner)  # the queue messages of the operations
+    lives: list[Life] = field(default_factory=list)  # their lives, once finished
 
     def watch(self, items: Iterator[Item]) -> Iterator[Item]:
         """Pass ``items`` through, keeping what the traces need. A call comes right after
@@ -163,6 +168,8 @@ class Analysis:
                     self._connection[item.id] = item.connection
                 if item.operation is not None:
                     self._ops.add(item.id)
+                    if item.operation.messages:
+                        self.queues.add(item, self.exchanges)
                 self._unclaimed(last)
                 last = item
                 if self._ahead and item.id in self._ahead:
@@ -206,6 +213,9 @@ class Analysis:
             self.calls, self.links, self.http, self.model_hosts, self._connection
         )
         connection_hints(self.traces, self.calls, self._connection)
+        if self.queues:
+            self.lives = self.queues.lives()
+            add_queue_spans(self.lives, self.traces, self.calls)
         name_operations([s for t in self.traces for s in t.spans], self.openapi)
         self.incidents = find_incidents(self.calls, self.traces, self.links)
 

@@ -10,7 +10,9 @@ channel. A pub/sub message (a RESP3 push ``>``, or a RESP2 array ``message``/``p
 ``role`` names what a command does when an agent uses Redis as a queue or a bus:
 ``queue.publish`` (LPUSH, RPUSH, XADD...), ``queue.consume`` (BRPOP, LPOP, XREADGROUP...),
 ``queue.ack`` (XACK), ``queue.claim`` (XCLAIM, XAUTOCLAIM), ``pubsub.publish``,
-``pubsub.subscribe``, ``pubsub.deliver`` (a push).
+``pubsub.subscribe``, ``pubsub.deliver`` (a push). The messages such commands publish,
+deliver or ack are their ``Operation.messages`` (:mod:`agentshark.wire.resp_queue`), and an
+RQ job hash written (``HSET rq:job:<id>``) is ``details["rq_job"]``.
 
 Secrets: the password of AUTH and of HELLO's AUTH option is never kept (``details
 ["secret_arguments"]`` counts them). Reply values are kept (bounded) in ``values``, written
@@ -26,6 +28,7 @@ from typing import Any
 
 from agentshark.errors import Diagnostic
 from agentshark.wire.events import Json, Operation
+from agentshark.wire.resp_queue import QUEUE_COMMANDS, messages, push_messages, rq_job
 from agentshark.wire.resp_values import RespError, RespReader, RespValue
 
 PROTOCOL = "redis"
@@ -80,12 +83,13 @@ def plain(kind: str, value: Any) -> Json:
 
 
 class _Command:
-    __slots__ = ("name", "op", "replies")
+    __slots__ = ("args", "name", "op", "replies")
 
-    def __init__(self, name: str, op: dict[str, Any], replies: int) -> None:
+    def __init__(self, name: str, op: dict[str, Any], replies: int, args: list[bytes]) -> None:
         self.name = name
         self.op = op
         self.replies = replies  # replies still owed
+        self.args = args  # a queue command's arguments (after its name), else empty
 
 
 class RespSession:
@@ -147,6 +151,8 @@ class RespSession:
         out = []
         while self._queue:
             cmd = self._queue.popleft()
+            if cmd.args:
+                cmd.op["messages"] = messages(cmd.name, cmd.args, None)
             cmd.op["diagnostics"].append(
                 Diagnostic(
                     code="resp.unanswered",
@@ -202,12 +208,15 @@ class RespSession:
         }
         if value.kind == "inline":
             op["details"]["inline"] = True
+        if name in ("HSET", "HMSET") and (job := rq_job(name, args[1:])) is not None:
+            op["details"]["rq_job"] = job
         replies = max(1, len(args) - 1) if name in _PER_CHANNEL else 1
         if name in _PER_CHANNEL and name.endswith("UNSUBSCRIBE") and len(args) == 1:
             replies = 1  # one per channel subscribed: at least one
         if name in ROLES and ROLES[name] == "pubsub.subscribe":
             self._subscribed = True
-        self._queue.append(_Command(name, op, replies))
+        kept = args[1:] if name in QUEUE_COMMANDS else []
+        self._queue.append(_Command(name, op, replies, kept))
 
     # -- replies --------------------------------------------------------------------------
 
@@ -250,6 +259,8 @@ class RespSession:
                 self._subscribed = False
         if cmd.replies <= 0:
             self._queue.popleft()
+            if cmd.args:
+                op["messages"] = messages(cmd.name, cmd.args, value)
             out.append(self._done(op, complete=True))
 
     def _is_push(self, value: RespValue) -> bool:
@@ -293,6 +304,7 @@ class RespSession:
             "role": "pubsub.deliver",
             "values": [[items]],
             "result": name.lower(),
+            "messages": push_messages(value.value or []),
         }
         return self._done(op, complete=True, kind="push")
 
@@ -319,6 +331,7 @@ class RespSession:
             values=op["values"] or None,
             values_cut=bool(op.get("values_cut")),
             details=op["details"],
+            messages=op.get("messages") or [],
             diagnostics=op["diagnostics"],
         )
 

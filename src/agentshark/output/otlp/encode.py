@@ -35,7 +35,12 @@ from agentshark.output.otlp import names as n
 from agentshark.output.otlp.spans import OtlpSpan
 
 Json = Any
-_KINDS = {"internal": Span.SPAN_KIND_INTERNAL, "client": Span.SPAN_KIND_CLIENT}
+_KINDS = {
+    "internal": Span.SPAN_KIND_INTERNAL,
+    "client": Span.SPAN_KIND_CLIENT,
+    "producer": Span.SPAN_KIND_PRODUCER,
+    "consumer": Span.SPAN_KIND_CONSUMER,
+}
 _MAX_INT = (1 << 63) - 1
 
 

@@ -16,6 +16,8 @@ derived deterministically otherwise, as :mod:`agentshark.trace.spans` does). Its
   ``graphql.operation.type``/``.name`` and ``graphql.document``); an MCP
   ``tools/call`` or A2A message no model asked for is its CLIENT span,
   ``tools/call {tool}`` or ``{a2a.method.name}`` (``SendMessage``);
+- a messaging span (a queue message published, delivered or settled): PRODUCER, CONSUMER
+  or CLIENT, :mod:`.messaging`;
 - every other call of the trace (MCP ``initialize``, ``tools/list``..., A2A calls, other
   provider API calls): a CLIENT span of its own, ``{mcp.method.name} {target}``,
   ``{a2a.method.name}`` or ``{operation} {model}``.
@@ -32,10 +34,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from agentshark.output.otlp import attributes as a
 from agentshark.output.otlp import names as n
+from agentshark.output.otlp.messaging import messaging_span
 from agentshark.trace.context import TraceParent, parse_traceparent
 from agentshark.trace.model import Span, Trace
 from agentshark.trace.spans import HttpRequest, hex_id
@@ -111,6 +115,8 @@ def _trace_spans(
             yield _agent(trace, span, roots)
         elif span.kind == "model":
             yield _model(trace, span, index, where)
+        elif span.kind == "messaging":
+            yield messaging_span(span, partial(_span, trace.trace_id, span), _message_link)
         else:
             yield _tool(trace, span, index)
     for cid in trace.calls:
@@ -180,6 +186,16 @@ def _agent(trace: Trace, span: Span, roots: Mapping[str, str]) -> OtlpSpan:
                 )
             )
     return _span(trace.trace_id, span, kind="internal", attributes=attrs, links=tuple(links))
+
+
+def _message_link(link: dict[str, Json]) -> OtlpLink | None:
+    """A messaging span's link to the publish span of its message."""
+    trace_id, span_id = link.get("trace_id"), link.get("span_id")
+    if not isinstance(trace_id, str) or not isinstance(span_id, str):
+        return None
+    return OtlpLink(
+        trace_id=trace_id, span_id=span_id, attributes={n.LINK_ORIGIN: str(link.get("origin"))}
+    )
 
 
 def _model(
