@@ -1,7 +1,8 @@
-"""ProtoJson gives exactly what ``json_format.MessageToDict`` gives: on every gRPC message of
-the repository's captures (bundled A2A and xAI schemas) and on generated messages with every
-field kind (scalars, 64-bit integers, bytes, NaN, enums open and closed, maps, nested,
-repeated, well-known types, Any)."""
+"""ProtoJson and WireJson give exactly what ``json_format.MessageToDict`` gives (WireJson
+from the bytes, or None to leave a message to the library): on every gRPC message of the
+repository's captures (bundled A2A and xAI schemas), on generated messages with every field
+kind (scalars, 64-bit integers, bytes, NaN, enums open and closed, maps, nested, repeated,
+well-known types, Any) and on their bytes mangled."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ from hypothesis import strategies as st
 from agentshark.apis.protos import schemas_for
 from agentshark.framing.grpc import GrpcDecoder
 from agentshark.framing.proto_json import ProtoJson
+from agentshark.framing.proto_wire_json import WireJson
 from agentshark.model import Exchange
 from agentshark.pipeline import run
 from tests.helpers import ROOT
@@ -193,7 +195,7 @@ def test_a_closed_enum_value_it_does_not_name_is_json_formats_error() -> None:
 
 
 def test_every_message_of_the_grpc_captures() -> None:
-    seen = 0
+    seen = fast_seen = 0
     for name in ("a2a_v1_grpc", "xai_chat_grpc", "a2a_v1_grpc_jsonrpc"):
         for ex in run([str(ROOT / "tests" / "data" / "captures" / name / "capture.pcap")]):
             if not isinstance(ex, Exchange) or ex.request is None:
@@ -216,5 +218,52 @@ def test_every_message_of_the_grpc_captures() -> None:
                     message = cls.FromString(payload)
                     want = json_format.MessageToDict(message, descriptor_pool=pool)
                     assert ProtoJson(pool).to_dict(message) == want
+                    fast = WireJson(pool).read(type_name, payload)
+                    assert fast is None or fast == want
+                    fast_seen += fast is not None
                     seen += 1
-    assert seen > 20
+    assert seen > 20 and fast_seen > 10
+
+
+def _library(type_name: str, payload: bytes) -> dict[str, Any] | None:
+    cls = message_factory.GetMessageClass(POOL.FindMessageTypeByName(type_name))
+    try:
+        message = cls.FromString(payload)
+        result: dict[str, Any] = json_format.MessageToDict(message, descriptor_pool=POOL)
+    except Exception:  # noqa: BLE001 - DecodeError, SerializeToJsonError: not a result
+        return None
+    return result
+
+
+@settings(max_examples=300, deadline=None)
+@given(messages())
+def test_generated_messages_read_from_their_bytes(message: Any) -> None:
+    got = WireJson(POOL).read("t.All", message.SerializeToString())
+    if got is not None:  # None: left to the library
+        assert _same(got, _library("t.All", message.SerializeToString())), got
+
+
+@settings(max_examples=500, deadline=None)
+@given(messages(), st.data())
+def test_mangled_bytes_read_as_the_library_reads_them(message: Any, data: st.DataObject) -> None:
+    wire = bytearray(message.SerializeToString())
+    for _ in range(data.draw(st.integers(1, 3))):
+        if wire and data.draw(st.booleans()):
+            wire[data.draw(st.integers(0, len(wire) - 1))] = data.draw(st.integers(0, 255))
+        else:
+            wire[data.draw(st.integers(0, len(wire))) :] = data.draw(st.binary(max_size=6))
+    got = WireJson(POOL).read("t.All", bytes(wire))
+    if got is not None:
+        want = _library("t.All", bytes(wire))
+        assert want is not None and _same(got, want), (got, want)
+
+
+def test_plain_messages_are_read_from_their_bytes() -> None:
+    inner = INNER(text_value="héllo", big=[-1, 2**62])
+    m = ALL(v_s="x", v_i64=-5, v_b=True, color=2, inners=[inner, inner])
+    m.at.seconds = 1796000000
+    got = WireJson(POOL).read("t.All", m.SerializeToString())
+    assert got == json_format.MessageToDict(m, descriptor_pool=POOL)
+    assert got is not None and got["inners"][0]["big"] == ["-1", str(2**62)]
+    m.v_f = 1.5  # a float: left to the library
+    assert WireJson(POOL).read("t.All", m.SerializeToString()) is None

@@ -32,10 +32,6 @@ class _FallbackError(Exception):
     """A value this module does not convert: the whole message goes to ``json_format``."""
 
 
-def _same(value: Any) -> Any:
-    return value
-
-
 def _int64(value: int) -> str:
     return str(value)
 
@@ -57,8 +53,20 @@ _AS_STRING = frozenset(
 )
 
 
+_STRINGS: dict[tuple[str, int, int], str] = {}  # (type, seconds, nanos) -> its JSON string
+
+
 def _as_string(value: Any) -> str:
-    text: str = value.ToJsonString()
+    desc = value.DESCRIPTOR
+    if desc.full_name == "google.protobuf.FieldMask":
+        mask: str = value.ToJsonString()
+        return mask
+    key = (desc.full_name, value.seconds, value.nanos)  # a stream repeats its timestamps
+    text = _STRINGS.get(key)
+    if text is None:
+        if len(_STRINGS) >= 4096:
+            _STRINGS.clear()
+        text = _STRINGS[key] = value.ToJsonString()
     return text
 
 
@@ -71,35 +79,40 @@ class ProtoJson:
         self._pool = pool
         self._json_format = json_format
         self._fd = descriptor.FieldDescriptor
-        self._plans: dict[Any, dict[Any, tuple[str, _Convert, bool]]] = {}
+        self._plans: dict[Any, dict[Any, tuple[str, _Convert | None, bool]]] = {}
 
     def to_dict(self, message: Any) -> dict[str, Any]:
         if not message.DESCRIPTOR.file.name.startswith("google/protobuf/"):
             try:
                 js: dict[str, Any] = self._message(message)
                 return js
-            except _FallbackError:
-                pass
+            except (_FallbackError, ValueError):  # ValueError: a timestamp out of range...
+                pass  # json_format says it its own way
         result: dict[str, Any] = self._json_format.MessageToDict(
             message, descriptor_pool=self._pool
         )
         return result
 
     def _message(self, message: Any) -> Any:
-        plan = self._plans.get(message.DESCRIPTOR)
+        desc = message.DESCRIPTOR
+        plan = self._plans.get(desc)
         if plan is None:
-            plan = self._plans[message.DESCRIPTOR] = {}
+            plan = self._plans[desc] = {}
         js: dict[str, Any] = {}
         for field, value in message.ListFields():
             step = plan.get(field)
             if step is None:
                 step = plan[field] = self._step(field)
             name, convert, repeated = step
-            js[name] = [convert(v) for v in value] if repeated else convert(value)
+            if convert is None:  # strings, 32-bit integers, bools: as they are
+                js[name] = list(value) if repeated else value
+            else:
+                js[name] = [convert(v) for v in value] if repeated else convert(value)
         return js
 
-    def _step(self, field: Any) -> tuple[str, _Convert, bool]:
-        """How one field's values are written: (name, conversion, repeated)."""
+    def _step(self, field: Any) -> tuple[str, _Convert | None, bool]:
+        """How one field's values are written: (name, conversion or None for the value
+        itself, repeated)."""
         fd = self._fd
         repeated = (
             bool(field.is_repeated)
@@ -109,7 +122,7 @@ class ProtoJson:
         if field.is_extension:
             return field.json_name, self._whole, repeated
         cpp = field.cpp_type
-        convert: _Convert = self._whole
+        convert: _Convert | None = self._whole
         if cpp == fd.CPPTYPE_MESSAGE:
             mtype = field.message_type
             if mtype.has_options and mtype.GetOptions().map_entry:
@@ -123,11 +136,11 @@ class ProtoJson:
         elif cpp == fd.CPPTYPE_ENUM:
             convert = self._enum(field.enum_type)
         elif cpp == fd.CPPTYPE_STRING:
-            convert = _bytes if field.type == fd.TYPE_BYTES else _same
+            convert = _bytes if field.type == fd.TYPE_BYTES else None
         elif cpp in (fd.CPPTYPE_INT64, fd.CPPTYPE_UINT64):
             convert = _int64
         elif cpp in (fd.CPPTYPE_INT32, fd.CPPTYPE_UINT32, fd.CPPTYPE_BOOL):
-            convert = _same
+            convert = None
         elif cpp == fd.CPPTYPE_DOUBLE:
             convert = _double
         return field.json_name, convert, repeated

@@ -8,7 +8,9 @@ itself are added as they are seen (:meth:`ProtoSchemas.add_files`, fed by
 :mod:`agentshark.output.grpc_reflection`). A gRPC method path ``/package.Service/Method`` names
 the request and response message types; each message is parsed with the ``protobuf``
 library and written as ``json_format`` writes it (the proto3 JSON mapping: lowerCamelCase
-names, int64 as strings, enums by name; :mod:`agentshark.framing.proto_json` does it faster).
+names, int64 as strings, enums by name; :mod:`agentshark.framing.proto_wire_json` reads the
+plain messages straight from their bytes, :mod:`agentshark.framing.proto_json` writes the
+others faster than ``json_format``).
 A message the schema cannot parse keeps its schema-less reading, with the parser's error
 beside it.
 
@@ -29,6 +31,7 @@ from typing import Any
 
 from agentshark.errors import InputError
 from agentshark.framing.proto_json import ProtoJson
+from agentshark.framing.proto_wire_json import WireJson
 
 __all__ = ["ProtoSchemas", "empty_schemas", "load_schemas"]
 
@@ -62,6 +65,7 @@ class ProtoSchemas:
         self.sources = names
         self._classes: dict[str, Any] = {}  # message classes by type name
         self._json = ProtoJson(self._pool)
+        self._wire = WireJson(self._pool)
 
     @property
     def file_count(self) -> int:
@@ -140,6 +144,9 @@ class ProtoSchemas:
         from google.protobuf import message_factory
 
         try:
+            fast = self._wire.read(type_name, payload)
+            if fast is not None:
+                return fast, None
             cls = self._classes.get(type_name)
             if cls is None:
                 desc = self._pool.FindMessageTypeByName(type_name)
