@@ -75,7 +75,7 @@ _VARINT_READ: dict[int, Callable[[int], Any]] = {
     3: _int64,  # int64: a string in JSON
     13: lambda v: v & 0xFFFFFFFF,  # uint32
     4: lambda v: str(v),  # uint64
-    17: lambda v: _int32((v >> 1) ^ -(v & 1)),  # sint32 (zigzag)
+    17: lambda v: ((v & 0xFFFFFFFF) >> 1) ^ -(v & 1),  # sint32: its low 32 bits, zigzag
     18: lambda v: str((v >> 1) ^ -(v & 1)),  # sint64
     8: lambda v: v != 0,  # bool
 }
