@@ -16,6 +16,7 @@ package are all said by Diagnostics.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import unquote
 
@@ -24,7 +25,7 @@ from agentshark.apis.protos import schemas_for
 from agentshark.apis.view import ExchangeView
 from agentshark.errors import Diagnostic
 from agentshark.framing import media_type
-from agentshark.framing.events import GrpcMessage
+from agentshark.framing.events import FramingOutput, GrpcMessage
 from agentshark.framing.grpc import GrpcDecoder, binary_metadata
 from agentshark.model import header
 
@@ -118,19 +119,25 @@ def read_side(
         return [], diags
     type_name = types[0] if request else types[1]
     # the view's decoded bodies (content-encoding undone, shared with the report)
-    pieces = view.response_pieces if not request else [(msg.started or 0.0, view.request_body)]
-    decoder = GrpcDecoder(location=f"{where} body", encoding=header(msg.headers, "grpc-encoding"))
-    events: list[GrpcMessage | Diagnostic] = []
-    ts = 0.0
-    for ts, piece in pieces:
-        events.extend(decoder.feed(piece, ts))
-    events.extend(decoder.close(ts))
+    encoding = header(msg.headers, "grpc-encoding")
+    events: Sequence[FramingOutput]
+    if not request and view.framing == "grpc" and (encoding or "identity") == "identity":
+        events = view.events  # the same decoder on the same pieces, already run
+    else:
+        pieces = view.response_pieces if not request else [(msg.started or 0.0, view.request_body)]
+        decoder = GrpcDecoder(location=f"{where} body", encoding=encoding)
+        out_events: list[GrpcMessage | Diagnostic] = []
+        ts = 0.0
+        for ts, piece in pieces:
+            out_events.extend(decoder.feed(piece, ts))
+        out_events.extend(decoder.close(ts))
+        events = out_events
     out: list[ReadMessage] = []
     for ev in events:
         if isinstance(ev, Diagnostic):
             diags.append(ev)
             continue
-        if ev.trailers is not None:
+        if not isinstance(ev, GrpcMessage) or ev.trailers is not None:
             continue  # a gRPC-Web trailers frame: not a message
         doc = None
         if ev.complete and not ev.truncated and ev.payload is not None:

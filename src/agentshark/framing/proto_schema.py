@@ -8,8 +8,11 @@ itself are added as they are seen (:meth:`ProtoSchemas.add_files`, fed by
 :mod:`agentshark.output.grpc_reflection`). A gRPC method path ``/package.Service/Method`` names
 the request and response message types; each message is parsed with the ``protobuf``
 library and written as ``json_format`` writes it (the proto3 JSON mapping: lowerCamelCase
-names, int64 as strings, enums by name). A message the schema cannot parse keeps its
-schema-less reading, with the parser's error beside it.
+names, int64 as strings, enums by name; :mod:`agentshark.framing.proto_wire_json` reads the
+plain messages straight from their bytes, :mod:`agentshark.framing.proto_json` writes the
+others faster than ``json_format``).
+A message the schema cannot parse keeps its schema-less reading, with the parser's error
+beside it.
 
 The ``protobuf`` and ``grpcio-tools`` packages are optional (``pip install
 'agentshark[grpc]'``); without them, ``--proto`` is an error that says so.
@@ -27,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 from agentshark.errors import InputError
+from agentshark.framing.proto_json import ProtoJson
+from agentshark.framing.proto_wire_json import WireJson
 
 __all__ = ["ProtoSchemas", "empty_schemas", "load_schemas"]
 
@@ -58,6 +63,9 @@ class ProtoSchemas:
                     raise InputError(f"{name}: {file.name} cannot be loaded ({exc})") from None
                 self._files.add(file.name)
         self.sources = names
+        self._classes: dict[str, Any] = {}  # message classes by type name
+        self._json = ProtoJson(self._pool)
+        self._wire = WireJson(self._pool)
 
     @property
     def file_count(self) -> int:
@@ -133,14 +141,20 @@ class ProtoSchemas:
 
     def to_json(self, type_name: str, payload: bytes) -> tuple[dict[str, Any] | None, str | None]:
         """The message as proto3 JSON, or (None, why not)."""
-        from google.protobuf import json_format, message_factory
+        from google.protobuf import message_factory
 
         try:
-            cls = message_factory.GetMessageClass(self._pool.FindMessageTypeByName(type_name))
+            fast = self._wire.read(type_name, payload)
+            if fast is not None:
+                return fast, None
+            cls = self._classes.get(type_name)
+            if cls is None:
+                desc = self._pool.FindMessageTypeByName(type_name)
+                cls = self._classes[type_name] = message_factory.GetMessageClass(desc)
             message = cls()
             message.ParseFromString(payload)
-            # the pool resolves google.protobuf.Any fields by their type URL
-            return json_format.MessageToDict(message, descriptor_pool=self._pool), None
+            # json_format's MessageToDict; the pool resolves google.protobuf.Any type URLs
+            return self._json.to_dict(message), None
         except Exception as exc:  # noqa: BLE001 - DecodeError, unknown types...
             return None, f"{type_name} does not parse this message ({exc})"
 

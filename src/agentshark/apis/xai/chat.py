@@ -230,31 +230,46 @@ def _chunk(doc: dict[str, Json], outputs: dict[int, _Output], call: Call, ts: fl
     for raw in items if isinstance(items, list) else []:
         if not isinstance(raw, dict):
             continue
-        out = outputs.setdefault(_index(raw), _Output())
+        index = _index(raw)
+        out = outputs.get(index)
+        if out is None:
+            out = outputs[index] = _Output()
         delta = raw.get("delta")
         delta = delta if isinstance(delta, dict) else {}
         role, reason = delta.get("role"), raw.get("finishReason")
-        out.role = role if isinstance(role, str) else out.role
-        out.finish_reason = reason if isinstance(reason, str) else out.finish_reason
+        if isinstance(role, str):
+            out.role = role
+        if isinstance(reason, str):
+            out.finish_reason = reason
         got = False
-        for key, into in (
-            ("content", out.text),
-            ("reasoningContent", out.reasoning),
-            ("encryptedContent", out.encrypted),
-        ):
-            value = delta.get(key)
-            if isinstance(value, str) and value:
-                into.append(value)
-                got = got or key != "encryptedContent"
-        calls = delta.get("toolCalls")
-        if isinstance(calls, list) and calls:
-            out.tool_calls.extend(tool_call_part(c) for c in calls)
+        content = delta.get("content")
+        if isinstance(content, str) and content:
+            out.text.append(content)
             got = True
-        citations = delta.get("citations")
-        if isinstance(citations, list):
-            out.citations.extend(citations)
+        if len(delta) > 1 or content is None:  # the rarer fields
+            got = _delta_rest(delta, out) or got
         if got and call.timing.first_token is None:
             call.timing.first_token = ts
+
+
+def _delta_rest(delta: dict[str, Json], out: _Output) -> bool:
+    """A delta's reasoning, encrypted content, tool calls and citations into ``out``; whether
+    it brought a token (reasoning or a tool call)."""
+    got = False
+    reasoning, encrypted = delta.get("reasoningContent"), delta.get("encryptedContent")
+    if isinstance(reasoning, str) and reasoning:
+        out.reasoning.append(reasoning)
+        got = True
+    if isinstance(encrypted, str) and encrypted:
+        out.encrypted.append(encrypted)
+    calls = delta.get("toolCalls")
+    if isinstance(calls, list) and calls:
+        out.tool_calls.extend(tool_call_part(c) for c in calls)
+        got = True
+    citations = delta.get("citations")
+    if isinstance(citations, list):
+        out.citations.extend(citations)
+    return got
 
 
 def _response_fields(doc: dict[str, Json], call: Call) -> None:
@@ -264,14 +279,17 @@ def _response_fields(doc: dict[str, Json], call: Call) -> None:
         call.response_id = rid
     if isinstance(model, str) and model:
         call.response_model = model
-    usage = usage_of(doc.get("usage"))
-    if usage is not None:
-        call.usage = usage
-    rest = {k: v for k, v in doc.items() if k not in _RESPONSE_OWN}
-    if rest:
-        extras = call.extras.setdefault("response", {})
-        if isinstance(extras, dict):
-            extras.update(rest)
+    if "usage" in doc:
+        usage = usage_of(doc["usage"])
+        if usage is not None:
+            call.usage = usage
+    extras: Json | None = None
+    for key, value in doc.items():
+        if key not in _RESPONSE_OWN:
+            if extras is None:
+                extras = call.extras.setdefault("response", {})
+            if isinstance(extras, dict):
+                extras[key] = value
     if "created" in doc:
         call.extras["created"] = doc["created"]
 
