@@ -1,0 +1,248 @@
+"""Kafka record batches (https://kafka.apache.org/documentation/#recordbatch): a partition's
+RECORDS bytes -> :class:`Record` values.
+
+A batch (magic 2) is ``baseOffset:int64 batchLength:int32 partitionLeaderEpoch:int32
+magic:int8 crc:uint32 attributes:int16 lastOffsetDelta:int32 baseTimestamp:int64
+maxTimestamp:int64 producerId:int64 producerEpoch:int16 baseSequence:int32 records:[Record]``;
+the records after ``recordsCount`` are compressed as attributes bits 0-2 say (0 none, 1 gzip,
+2 snappy, 3 lz4 frame, 4 zstd), bit 3 says the timestamps are the broker's
+(LogAppendTime: every record's is ``maxTimestamp``), bit 5 marks a control batch (a
+transaction marker, no application record). A record is ``length:varint attributes:int8
+timestampDelta:varlong offsetDelta:varint key:varint-bytes value:varint-bytes
+headers:[varint-string varint-bytes]``, its offset ``baseOffset + offsetDelta``.
+
+The CRC-32C is not checked (a capture's TCP checksums cover the bytes already). A Fetch
+response may end in a partial batch (the broker cuts at its byte limit and the client skips
+it): counted in ``partial_bytes``, not an error. Legacy message sets (magic 0 and 1) are
+counted, not decoded (``legacy_batches``). Decompression is bounded (:data:`MAX_INFLATED`
+per batch) with the libraries made for each codec: zlib, cramjam (snappy, lz4), zstandard.
+Value and key bytes are kept while the caller's budget lasts; past it a record keeps its
+sizes only (``cut``).
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from dataclasses import dataclass, field
+
+import cramjam
+import zstandard
+
+from agentshark.wire.kafka_codec import Cursor, KafkaDecodeError
+
+MAX_INFLATED = 64 << 20  # bytes one compressed batch may inflate to
+CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
+_HEAD = struct.Struct(">qiibIhiqqqhii")  # the 61 bytes of a batch before its records
+_XERIAL = b"\x82SNAPPY\x00"
+
+
+@dataclass(slots=True)
+class Record:
+    """One application record (not frozen: one is made per record; treat it as immutable)."""
+
+    offset: int  # baseOffset + offsetDelta (a producer's batch has baseOffset 0)
+    delta: int
+    timestamp: int  # epoch milliseconds
+    key: bytes | None
+    value: bytes | None
+    value_size: int  # -1: a null value (a tombstone)
+    headers: list[tuple[str, bytes | None]]
+    codec: str
+    cut: bool = False  # its key/value bytes were not kept (the budget was spent)
+
+
+@dataclass(slots=True, kw_only=True)
+class Batches:
+    """What one RECORDS field held."""
+
+    records: list[Record] = field(default_factory=list)
+    batches: int = 0
+    control_batches: int = 0
+    legacy_batches: int = 0
+    partial_bytes: int = 0  # a trailing partial batch (normal at the end of a Fetch)
+    errors: list[str] = field(default_factory=list)
+    first_offset: int | None = None  # the first batch's baseOffset
+    producer_id: int | None = None
+
+
+class Budget:
+    """Key and value bytes an operation may still keep."""
+
+    __slots__ = ("left",)
+
+    def __init__(self, size: int) -> None:
+        self.left = size
+
+
+def read_batches(data: bytes, budget: Budget) -> Batches:
+    """Every batch of ``data``; a damaged batch ends the field with an error message."""
+    out = Batches()
+    pos, end = 0, len(data)
+    while pos < end:
+        if end - pos < 17:
+            out.partial_bytes = end - pos
+            break
+        base, length, _epoch, magic = struct.unpack_from(">qiib", data, pos)
+        if length < 0 or (magic == 2 and length < 49):
+            out.errors.append(f"a batch length of {length} at byte {pos}")
+            break
+        if pos + 12 + length > end:
+            out.partial_bytes = end - pos
+            break
+        if out.first_offset is None:
+            out.first_offset = base
+        if magic != 2:
+            out.legacy_batches += 1
+        else:
+            try:
+                _batch(data, pos, pos + 12 + length, out, budget)
+            except (KafkaDecodeError, ValueError) as exc:
+                out.errors.append(f"the batch at byte {pos}: {exc}")
+                break
+        pos += 12 + length
+    return out
+
+
+def _batch(data: bytes, pos: int, stop: int, out: Batches, budget: Budget) -> None:
+    (base, _len, _epoch, _magic, _crc, attrs, _last, first_ts, max_ts, pid, _pe, _seq, count) = (
+        _HEAD.unpack_from(data, pos)
+    )
+    out.batches += 1
+    out.producer_id = pid if pid >= 0 else out.producer_id
+    if attrs & 0x20:
+        out.control_batches += 1
+        return
+    codec = attrs & 0x07
+    if codec >= len(CODECS):
+        raise KafkaDecodeError(f"compression {codec} is none of Kafka's")
+    body = data[pos + 61 : stop]
+    if codec:
+        body = inflate(CODECS[codec], body)
+    log_append = bool(attrs & 0x08)
+    cur = Cursor(body)
+    name = CODECS[codec]
+    records = out.records
+    for _ in range(count):
+        records.append(
+            _record(cur, base, max_ts if log_append else first_ts, log_append, name, budget)
+        )
+    if cur.left():
+        raise KafkaDecodeError(f"{cur.left()} bytes after its {count} records")
+
+
+def _record(cur: Cursor, base: int, ts: int, fixed: bool, codec: str, budget: Budget) -> Record:
+    length = cur.varint()
+    stop = cur.pos + length
+    if length < 0 or stop > cur.end:
+        raise KafkaDecodeError(f"a record of {length} bytes at byte {cur.pos}")
+    cur.pos += 1  # attributes: unused
+    ts_delta = cur.varint()
+    delta = cur.varint()
+    key = _bytes(cur)
+    value_size = cur.varint()
+    value: bytes | None = None
+    if value_size >= 0:
+        start = cur.pos
+        cur.pos += value_size
+        if cur.pos > stop:
+            raise KafkaDecodeError(f"a value of {value_size} bytes past its record")
+        value = cur.data[start : cur.pos]
+    headers = []
+    for _ in range(cur.varint()):
+        name = _bytes(cur)
+        headers.append(("" if name is None else name.decode("utf-8", "replace"), _bytes(cur)))
+    if cur.pos != stop:
+        raise KafkaDecodeError(f"a record's fields end at byte {cur.pos}, not {stop}")
+    kept = (len(key) if key else 0) + max(value_size, 0)
+    cut = kept > budget.left
+    if cut:
+        key = value = None
+    else:
+        budget.left -= kept
+    return Record(
+        offset=base + delta,
+        delta=delta,
+        timestamp=ts if fixed else ts + ts_delta,
+        key=key,
+        value=value,
+        value_size=value_size,
+        headers=headers,
+        codec=codec,
+        cut=cut,
+    )
+
+
+def _bytes(cur: Cursor) -> bytes | None:
+    n = cur.varint()
+    if n < 0:
+        return None
+    start = cur.pos
+    cur.pos += n
+    if cur.pos > cur.end:
+        raise KafkaDecodeError(f"{n} bytes at byte {start}, {cur.end - start} left")
+    return cur.data[start : cur.pos]
+
+
+def inflate(codec: str, data: bytes) -> bytes:
+    """One batch's records, decompressed (at most :data:`MAX_INFLATED` bytes)."""
+    try:
+        if codec == "gzip":
+            d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            out = d.decompress(data, MAX_INFLATED + 1)
+        elif codec == "zstd":
+            with zstandard.ZstdDecompressor().stream_reader(data) as reader:
+                out = reader.read(MAX_INFLATED + 1)
+        elif codec == "lz4":
+            out = _bounded(cramjam.lz4.decompress_into, data)
+        else:
+            out = _snappy(data)
+    except (zlib.error, zstandard.ZstdError, cramjam.DecompressionError) as exc:
+        raise KafkaDecodeError(f"its {codec} data does not decompress ({exc})") from None
+    if len(out) > MAX_INFLATED:
+        raise KafkaDecodeError(f"its {codec} data inflates past {MAX_INFLATED} bytes")
+    return out
+
+
+def _bounded(into: object, data: bytes) -> bytes:
+    """cramjam's ``decompress_into`` with a growing buffer, up to the bound."""
+    size = min(MAX_INFLATED, max(1 << 16, 8 * len(data)))
+    while True:
+        buf = bytearray(size)
+        try:
+            n = into(data, buf)  # type: ignore[operator]
+        except cramjam.DecompressionError:
+            if size >= MAX_INFLATED:
+                raise
+            size = min(MAX_INFLATED, size * 8)
+            continue
+        return bytes(buf[:n])
+
+
+def _snappy(data: bytes) -> bytes:
+    """Raw snappy, or the xerial framing the Java client writes: a 16-byte header
+    (magic, version, compatible version), then blocks of ``size:int32 raw-snappy``."""
+    if not data.startswith(_XERIAL):
+        return _snappy_raw(data)
+    parts: list[bytes] = []
+    pos, total = 16, 0
+    while pos < len(data):
+        if pos + 4 > len(data):
+            raise KafkaDecodeError("a xerial snappy block size cut")
+        size = int.from_bytes(data[pos : pos + 4])
+        block = data[pos + 4 : pos + 4 + size]
+        if len(block) != size:
+            raise KafkaDecodeError("a xerial snappy block cut")
+        parts.append(_snappy_raw(block))
+        total += len(parts[-1])
+        if total > MAX_INFLATED:
+            raise KafkaDecodeError(f"its snappy data inflates past {MAX_INFLATED} bytes")
+        pos += 4 + size
+    return b"".join(parts)
+
+
+def _snappy_raw(data: bytes) -> bytes:
+    size = cramjam.snappy.decompress_raw_len(data)
+    if size > MAX_INFLATED:
+        raise KafkaDecodeError(f"its snappy data inflates past {MAX_INFLATED} bytes")
+    return bytes(cramjam.snappy.decompress_raw(data))
