@@ -194,7 +194,7 @@ def inflate(codec: str, data: bytes) -> bytes:
             with zstandard.ZstdDecompressor().stream_reader(data) as reader:
                 out = reader.read(MAX_INFLATED + 1)
         elif codec == "lz4":
-            out = _bounded(cramjam.lz4.decompress_into, data)
+            out = _lz4(data)
         else:
             out = _snappy(data)
     except (zlib.error, zstandard.ZstdError, cramjam.DecompressionError) as exc:
@@ -204,17 +204,21 @@ def inflate(codec: str, data: bytes) -> bytes:
     return out
 
 
-def _bounded(into: object, data: bytes) -> bytes:
-    """cramjam's ``decompress_into`` with a growing buffer, up to the bound."""
-    size = min(MAX_INFLATED, max(1 << 16, 8 * len(data)))
+def _lz4(data: bytes) -> bytes:
+    """An LZ4 frame. LZ4 inflates a block at most 255-fold, so a small frame is decompressed
+    at once; a larger one into a buffer that grows (only when it was too small) up to the
+    bound."""
+    if len(data) * 255 <= MAX_INFLATED:
+        return bytes(cramjam.lz4.decompress(data))
+    size = min(MAX_INFLATED, 16 * len(data))
     while True:
         buf = bytearray(size)
         try:
-            n = into(data, buf)  # type: ignore[operator]
-        except cramjam.DecompressionError:
-            if size >= MAX_INFLATED:
+            n = cramjam.lz4.decompress_into(data, buf)
+        except cramjam.DecompressionError as exc:
+            if size >= MAX_INFLATED or "whole buffer" not in str(exc):
                 raise
-            size = min(MAX_INFLATED, size * 8)
+            size = min(MAX_INFLATED, size * 4)
             continue
         return bytes(buf[:n])
 
