@@ -105,9 +105,8 @@ def read_batches(data: bytes, budget: Budget) -> Batches:
 
 
 def _batch(data: bytes, pos: int, stop: int, out: Batches, budget: Budget) -> None:
-    (base, _len, _epoch, _magic, _crc, attrs, _last, first_ts, max_ts, pid, _pe, _seq, count) = (
-        _HEAD.unpack_from(data, pos)
-    )
+    (base, _len, _epoch, _magic, _crc, attrs, _last, first_ts, max_ts, pid, _pe, _seq,
+     count) = _HEAD.unpack_from(data, pos)  # fmt: skip
     out.batches += 1
     out.producer_id = pid if pid >= 0 else out.producer_id
     if attrs & 0x20:
@@ -119,69 +118,72 @@ def _batch(data: bytes, pos: int, stop: int, out: Batches, budget: Budget) -> No
     body = data[pos + 61 : stop]
     if codec:
         body = inflate(CODECS[codec], body)
-    log_append = bool(attrs & 0x08)
-    cur = Cursor(body)
+    fixed = max_ts if attrs & 0x08 else None  # LogAppendTime: the broker's, for every record
     name = CODECS[codec]
     records = out.records
+    at, end = 0, len(body)
     for _ in range(count):
-        records.append(
-            _record(cur, base, max_ts if log_append else first_ts, log_append, name, budget)
-        )
-    if cur.left():
-        raise KafkaDecodeError(f"{cur.left()} bytes after its {count} records")
+        at = _record(body, at, end, base, first_ts, fixed, name, budget, records)
+    if at != end:
+        raise KafkaDecodeError(f"{end - at} bytes after its {count} records")
 
 
-def _record(cur: Cursor, base: int, ts: int, fixed: bool, codec: str, budget: Budget) -> Record:
-    length = cur.varint()
-    stop = cur.pos + length
-    if length < 0 or stop > cur.end:
-        raise KafkaDecodeError(f"a record of {length} bytes at byte {cur.pos}")
-    cur.pos += 1  # attributes: unused
-    ts_delta = cur.varint()
-    delta = cur.varint()
-    key = _bytes(cur)
-    value_size = cur.varint()
-    value: bytes | None = None
-    if value_size >= 0:
-        start = cur.pos
-        cur.pos += value_size
-        if cur.pos > stop:
-            raise KafkaDecodeError(f"a value of {value_size} bytes past its record")
-        value = cur.data[start : cur.pos]
-    headers = []
-    for _ in range(cur.varint()):
-        name = _bytes(cur)
-        headers.append(("" if name is None else name.decode("utf-8", "replace"), _bytes(cur)))
-    if cur.pos != stop:
-        raise KafkaDecodeError(f"a record's fields end at byte {cur.pos}, not {stop}")
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    """A zig-zag varint at ``pos``: (its value, the position after it). One- and two-byte
+    varints (every length below 8 KiB) take the fast path."""
+    b = data[pos]
+    if b < 0x80:
+        return (b >> 1) ^ -(b & 1), pos + 1
+    n = b & 0x7F
+    b = data[pos + 1]
+    if b < 0x80:
+        n |= b << 7
+        return (n >> 1) ^ -(n & 1), pos + 2
+    cur = Cursor(data, pos=pos)
+    return cur.varint(), cur.pos
+
+
+def _record(data: bytes, pos: int, end: int, base: int, first_ts: int, fixed: int | None,
+            codec: str, budget: Budget, out: list[Record]) -> int:  # fmt: skip
+    """One record at ``pos`` appended to ``out``; the position after it."""
+    try:
+        length, pos = _varint(data, pos)
+        stop = pos + length
+        if length < 0 or stop > end:
+            raise KafkaDecodeError(f"a record of {length} bytes at byte {pos}")
+        ts_delta, pos = _varint(data, pos + 1)  # after the attributes byte (unused)
+        delta, pos = _varint(data, pos)
+        size, pos = _varint(data, pos)
+        key = None
+        if size >= 0:
+            key, pos = data[pos : pos + size], pos + size
+        value_size, pos = _varint(data, pos)
+        value = None
+        if value_size >= 0:
+            value, pos = data[pos : pos + value_size], pos + value_size
+        count, pos = _varint(data, pos)
+        headers = []
+        for _ in range(count):
+            size, pos = _varint(data, pos)
+            name = data[pos : pos + max(size, 0)].decode("utf-8", "replace")
+            size, pos = _varint(data, pos + max(size, 0))
+            hvalue = None
+            if size >= 0:
+                hvalue, pos = data[pos : pos + size], pos + size
+            headers.append((name, hvalue))
+    except IndexError:
+        raise KafkaDecodeError(f"a record cut at byte {pos}") from None
+    if pos != stop:
+        raise KafkaDecodeError(f"a record's fields end at byte {pos}, not {stop}")
     kept = (len(key) if key else 0) + max(value_size, 0)
     cut = kept > budget.left
     if cut:
         key = value = None
     else:
         budget.left -= kept
-    return Record(
-        offset=base + delta,
-        delta=delta,
-        timestamp=ts if fixed else ts + ts_delta,
-        key=key,
-        value=value,
-        value_size=value_size,
-        headers=headers,
-        codec=codec,
-        cut=cut,
-    )
-
-
-def _bytes(cur: Cursor) -> bytes | None:
-    n = cur.varint()
-    if n < 0:
-        return None
-    start = cur.pos
-    cur.pos += n
-    if cur.pos > cur.end:
-        raise KafkaDecodeError(f"{n} bytes at byte {start}, {cur.end - start} left")
-    return cur.data[start : cur.pos]
+    ts = fixed if fixed is not None else first_ts + ts_delta
+    out.append(Record(base + delta, delta, ts, key, value, value_size, headers, codec, cut))
+    return stop
 
 
 def inflate(codec: str, data: bytes) -> bytes:
