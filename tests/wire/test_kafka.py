@@ -348,3 +348,96 @@ def test_sniffing() -> None:
     pg = m.startup(user="u", database="d")
     found = sniff_wire(pg, b"", 5432)
     assert found is not None and found.name == "postgresql"
+
+
+def test_classic_and_group_versions_of_the_offset_and_metadata_apis() -> None:
+    fetch_v1 = string("workers") + array([string("tasks") + array([i32(0), i32(1)])])
+    fetched = array(
+        [
+            string("tasks")
+            + array(
+                [i32(0) + i64(12) + string("") + i16(0), i32(1) + i64(-1) + string("") + i16(0)]
+            )
+        ]
+    )
+    groups_v8 = array(
+        [
+            string("workers", True)
+            + array([string("tasks", True) + array([i32(0)], True) + tags(True)], True)
+            + tags(True)
+        ],
+        True,
+    )
+    answer_v8 = (
+        i32(0)
+        + array(
+            [
+                string("workers", True)
+                + array(
+                    [
+                        string("tasks", True)
+                        + array(
+                            [i32(0) + i64(5) + i32(-1) + string(None, True) + i16(0) + tags(True)],
+                            True,
+                        )
+                        + tags(True)
+                    ],
+                    True,
+                )
+                + i16(16)
+                + tags(True)
+            ],
+            True,
+        )
+        + tags(True)
+    )
+    list_v1 = i32(-1) + array([string("tasks") + array([i32(0) + i64(-1)])])
+    listed = array([string("tasks") + array([i32(0) + i16(0) + i64(-1) + i64(13)])])
+    meta_v1 = array([string("tasks"), string("gone")])
+    broker = i32(1) + string("127.0.0.1") + i32(9092) + string(None)
+    part = i16(0) + i32(0) + i32(1) + array([i32(1)]) + array([i32(1)])
+    meta = (
+        array([broker])
+        + i32(1)
+        + array(
+            [
+                i16(0) + string("tasks") + i8(0) + array([part]),
+                i16(3) + string("gone") + i8(0) + array([]),
+            ]
+        )
+    )
+    coord = i32(0) + i16(0) + string(None) + i32(1) + string("127.0.0.1") + i32(9092)
+    steps: list[m.Step] = [
+        (0, request(9, 1, 1, fetch_v1, flex=False)),
+        (1, response(1, fetched, flex=False)),
+        (0, request(9, 8, 2, groups_v8 + i8(0) + tags(True), flex=True)),
+        (1, response(2, answer_v8, flex=True)),
+        (0, request(2, 1, 3, list_v1, flex=False)),
+        (1, response(3, listed, flex=False)),
+        (0, request(3, 1, 4, meta_v1, flex=False)),
+        (1, response(4, meta, flex=False)),
+        (0, request(10, 1, 5, string("workers") + i8(0), flex=False)),
+        (1, response(5, coord, flex=False)),
+    ]
+    ops, dec = m.feed(decoder, steps)
+    assert dec.diagnostics == [] and all(o.diagnostics == [] for o in ops)
+    got = [(o.statement, o.result, o.error["code"] if o.error else None) for o in ops]
+    assert got == [
+        ("OffsetFetch v1 workers: tasks[0], tasks[1]", "tasks[0]=12, tasks[1]=-1", None),
+        ("OffsetFetch v8 workers: tasks[0]", "tasks[0]=5", "NOT_COORDINATOR"),
+        ("ListOffsets v1 tasks[0]@latest", "tasks[0]=13", None),
+        ("Metadata v1 tasks, gone", "1 brokers, 2 topics", "UNKNOWN_TOPIC_OR_PARTITION"),
+        ("FindCoordinator v1 workers", "workers: 1=127.0.0.1:9092", None),
+    ]
+    assert ops[0].details["offsets"][0] == {
+        "group": "workers",
+        "topic": "tasks",
+        "partition": 0,
+        "offset": 12,
+    }
+    assert ops[3].error == {
+        "code": "UNKNOWN_TOPIC_OR_PARTITION",
+        "number": 3,
+        "message": None,
+        "topic": "gone",
+    }

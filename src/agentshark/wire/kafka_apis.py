@@ -445,6 +445,7 @@ def offset_fetch_request(c: Cursor, v: int, ctx: Context) -> KafkaRequest:
         if v >= 8:
             c.tags()
         groups.append(f"{group}: {', '.join(asked) or 'all'}")
+        req.details.setdefault("group_id", group)
     if v >= 7:
         c.boolean()  # require_stable
     c.tags()
@@ -458,7 +459,7 @@ def offset_fetch_response(c: Cursor, v: int, req: KafkaRequest, ctx: Context) ->
         resp.details["throttle_time_ms"] = c.int32()
     offsets: list[dict[str, Json]] = []
     for _ in range(c.count() if v >= 8 else 1):
-        group = c.string() if v >= 8 else req.statement.split(":", 1)[0] if req.statement else None
+        group = c.string() if v >= 8 else req.details.get("group_id")
         for _ in range(c.count()):
             name, tid = topic(c, v >= 10, ctx)
             for _ in range(c.count()):
