@@ -441,3 +441,13 @@ def test_classic_and_group_versions_of_the_offset_and_metadata_apis() -> None:
         "message": None,
         "topic": "gone",
     }
+
+
+def test_an_api_versions_the_broker_cannot_read_is_answered_at_v0() -> None:
+    body = string("librdkafka", True) + string("2.16.0", True) + tags(True)
+    answer = i16(35) + array([i16(18) + i16(0) + i16(2)])  # classic, no throttle time
+    ops, _ = m.feed(
+        decoder, [(0, request(18, 3, 1, body, flex=True)), (1, response(1, answer, flex=False))]
+    )
+    assert ops[0].error is not None and ops[0].error["code"] == "UNSUPPORTED_VERSION"
+    assert ops[0].details["api_versions"] == {"ApiVersions": "0-2"} and ops[0].diagnostics == []

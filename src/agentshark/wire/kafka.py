@@ -235,6 +235,15 @@ class KafkaSession:
         out.append(self._operation(p, frame, resp))
 
     def _response_body(self, c: Cursor, p: _Pending) -> KafkaResponse:
+        if (
+            p.key == 18
+            and p.version >= 1
+            and c.left() >= 2
+            and c.data[c.pos : c.pos + 2] == b"\x00\x23"
+        ):
+            # UNSUPPORTED_VERSION: the broker answers an ApiVersions it cannot read at v0,
+            # so that the client learns its ranges (KIP-511)
+            return admin.api_versions_response(Cursor(c.data, pos=c.pos), 0, p.req, self._context())
         if p.key in BODIES:
             resp = BODIES[p.key][1](c, p.version, p.req, self._context())
             if c.left():
