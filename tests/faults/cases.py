@@ -67,6 +67,7 @@ INPUTS: tuple[Input, ...] = (
     _own("graphql_strawberry", "GraphQL over HTTP/1 (Strawberry)"),
     _own("pg_psycopg", "PostgreSQL v3 (psycopg 3)"),
     _own("redis_py", "Redis RESP (redis-py)"),
+    _own("kafka_confluent", "Kafka (confluent-kafka, kafka-python; Tansu)"),
 )
 
 BY_NAME = {i.name: i for i in INPUTS}
