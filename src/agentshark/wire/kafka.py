@@ -18,8 +18,11 @@ ApiVersions bodies are decoded (:mod:`agentshark.wire.kafka_apis`,
 :mod:`agentshark.wire.kafka_admin`), as is the leading error code of the group and
 transaction APIs; the first error a response reports (by name:
 ``UNKNOWN_TOPIC_OR_PARTITION``) is ``Operation.error``, every one in ``details["errors"]``.
-Records are ``Operation.messages`` (``publish``/``deliver``/``commit``), their key and value
-bytes kept up to :data:`MAX_VALUE_BYTES` per operation, every record counted past it.
+An ApiVersions that the broker could not read is answered at v0 with UNSUPPORTED_VERSION
+(KIP-511) and read so. The other APIs' bodies are not read (``details["request_bytes"]``
+sizes them). Records are ``Operation.messages`` (``publish``/``deliver``/``commit``), their
+key and value bytes kept up to :data:`MAX_VALUE_BYTES` per operation, every record counted
+past it.
 ``role``: ``queue.publish`` (Produce), ``queue.consume`` (Fetch), ``queue.commit``
 (OffsetCommit).
 
@@ -268,7 +271,7 @@ class KafkaSession:
             **req.details,
         }
         if p.key not in BODIES:
-            details["body_bytes"] = p.frame.size - 8
+            details["request_bytes"] = p.frame.size  # a body this module does not read
         messages = []
         error = None
         if resp is not None:
