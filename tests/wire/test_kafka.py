@@ -187,7 +187,7 @@ def test_an_error_response_names_the_error() -> None:
     presp = i32(0) + i16(3) + i64(-1) + i64(-1)
     answer = array([string("nope") + array([presp])]) + i32(0)
     ops, _ = m.feed(
-        decoder, [(0, request(0, 2, 9, body, flex=False)), (1, response(9, answer, flex=False))]
+        decoder, [(0, request(0, 3, 9, body, flex=False)), (1, response(9, answer, flex=False))]
     )
     assert ops[0].error == {
         "code": "UNKNOWN_TOPIC_OR_PARTITION",
@@ -196,6 +196,7 @@ def test_an_error_response_names_the_error() -> None:
         "topic": "nope",
         "partition": 0,
     }
+    assert ops[0].messages == [] and ops[0].diagnostics == []  # it sent no record
     heartbeat = [
         (
             0,
@@ -451,3 +452,30 @@ def test_an_api_versions_the_broker_cannot_read_is_answered_at_v0() -> None:
     )
     assert ops[0].error is not None and ops[0].error["code"] == "UNSUPPORTED_VERSION"
     assert ops[0].details["api_versions"] == {"ApiVersions": "0-2"} and ops[0].diagnostics == []
+
+
+def test_a_refused_produce_or_commit_names_the_error_on_its_messages() -> None:
+    part = i32(0) + blob(batch([(b"k", b"v", [])]))
+    body = i16(-1) + i16(1) + i32(100) + array([string("t") + array([part])])
+    answer = array([string("t") + array([i32(0) + i16(10) + i64(-1) + i64(-1)])]) + i32(0)
+    commit = (
+        string("g")
+        + i32(1)
+        + string("m")
+        + i64(-1)
+        + array([string("t") + array([i32(0) + i64(5) + string("")])])
+    )
+    refused = array([string("t") + array([i32(0) + i16(22)])])
+    ops, _ = m.feed(
+        decoder,
+        [
+            (0, request(0, 3, 1, body, flex=False)),
+            (1, response(1, answer, flex=False)),
+            (0, request(8, 2, 2, commit, flex=False)),
+            (1, response(2, refused, flex=False)),
+        ],
+    )
+    assert [(x.action, x.offset, x.details) for o in ops for x in o.messages] == [
+        ("publish", None, {"error": "MESSAGE_TOO_LARGE"}),
+        ("commit", 5, {"group_id": "g", "error": "ILLEGAL_GENERATION"}),
+    ]

@@ -282,9 +282,9 @@ class KafkaSession:
                 if len(resp.errors) > 1:
                     details["errors"] = resp.errors
         elif req.produced:  # unanswered (or acks=0): the records without their offsets
-            messages = apis.produced_messages(req, {}, self._context())
+            messages = apis.produced_messages(req, {}, {})
         elif req.commits:
-            messages = apis.commit_messages(req)
+            messages = apis.commit_messages(req, {})
         for flag, f in (("too_large", p.frame.too_large), ("request_damaged", p.frame.damaged)):
             if f:
                 details[flag] = True

@@ -27,6 +27,7 @@ from agentshark.wire.kafka_names import error_name
 from agentshark.wire.kafka_records import Batches, Budget, Record, read_batches
 
 SYSTEM = "kafka"
+Failed = dict[tuple[Json, Json], str]  # (topic, partition) -> the error's name
 
 
 @dataclass(slots=True, kw_only=True)
@@ -104,7 +105,13 @@ def payload(data: bytes | None) -> Json:
 
 
 def message(
-    rec: Record, action: str, name: str | None, tid: str | None, partition: int, offset: int | None
+    rec: Record,
+    action: str,
+    name: str | None,
+    tid: str | None,
+    partition: int,
+    offset: int | None,
+    error: str | None = None,
 ) -> QueueMessage:
     headers: dict[str, Json] = {}
     for key, value in rec.headers:
@@ -117,6 +124,8 @@ def message(
     details: dict[str, Json] = {"compression": rec.codec} if rec.codec != "none" else {}
     if tid is not None:
         details["topic_id"] = tid
+    if error is not None:
+        details["error"] = error
     if rec.cut:
         details["kept"] = False  # past the operation's byte budget: sizes only
     return QueueMessage(
@@ -190,25 +199,32 @@ def produce_response(c: Cursor, v: int, req: KafkaRequest, ctx: Context) -> Kafk
     if v >= 1:
         resp.details["throttle_time_ms"] = c.int32()
     c.tags()
-    resp.messages = produced_messages(req, bases, ctx)
+    resp.messages = produced_messages(req, bases, failures(resp.errors))
     resp.rows = len(resp.messages)
     resp.result = f"{resp.rows} records"
     return resp
 
 
 def produced_messages(
-    req: KafkaRequest, bases: dict[tuple[str | None, int], int], ctx: Context
+    req: KafkaRequest, bases: dict[tuple[str | None, int], int], failed: Failed
 ) -> list[QueueMessage]:
     """Every produced record; its offset the partition's base offset plus its place in the
     partition's records (the broker gives a request's batches consecutive offsets from the
-    base), when the response gave the base offset (never for acks=0 or an error)."""
+    base), when the response gave the base offset (never for acks=0 or an error: then
+    ``details["error"]`` names the partition's error)."""
     out = []
     for name, tid, partition, batches in req.produced:
         base = bases.get((name or tid, partition))
+        error = failed.get((name or tid, partition))
         for n, rec in enumerate(batches.records):
             offset = None if base is None else base + n
-            out.append(message(rec, "publish", name, tid, partition, offset))
+            out.append(message(rec, "publish", name, tid, partition, offset, error))
     return out
+
+
+def failures(errors: list[dict[str, Json]]) -> Failed:
+    """The error code name of each (topic, partition) a response reported one for."""
+    return {(e.get("topic"), e.get("partition")): str(e["code"]) for e in errors}
 
 
 # -- Fetch ---------------------------------------------------------------------------------
@@ -395,7 +411,8 @@ def offset_commit_request(c: Cursor, v: int, ctx: Context) -> KafkaRequest:
     return req
 
 
-def commit_messages(req: KafkaRequest) -> list[QueueMessage]:
+def commit_messages(req: KafkaRequest, failed: Failed) -> list[QueueMessage]:
+    """A commit per partition; one the broker refused names its error (``details["error"]``)."""
     group = req.details.get("group_id")
     return [
         QueueMessage(
@@ -404,7 +421,9 @@ def commit_messages(req: KafkaRequest) -> list[QueueMessage]:
             destination=t,
             partition=p,
             offset=o,
-            details={"group_id": group},
+            details={"group_id": group, "error": failed[(t, p)]}
+            if (t, p) in failed
+            else {"group_id": group},
         )
         for t, p, o in req.commits
     ]
@@ -423,7 +442,7 @@ def offset_commit_response(c: Cursor, v: int, req: KafkaRequest, ctx: Context) -
                 resp.errors.append(error(code, topic=name or tid, partition=partition))
         c.tags()
     c.tags()
-    resp.messages = commit_messages(req)
+    resp.messages = commit_messages(req, failures(resp.errors))
     resp.rows = len(resp.messages)
     resp.result = f"{resp.rows} offsets committed" if not resp.errors else None
     return resp
