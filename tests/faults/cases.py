@@ -69,6 +69,7 @@ INPUTS: tuple[Input, ...] = (
     _own("pg_tls", "PostgreSQL v3 over TLS 1.3 after an SSLRequest (psycopg 3)", keys=True),
     _own("redis_py", "Redis RESP (redis-py)"),
     _own("amqp_pika", "AMQP 0-9-1 (pika, Celery, RabbitMQ)"),
+    _own("kafka_confluent", "Kafka (confluent-kafka, kafka-python; Tansu)"),
 )
 
 BY_NAME = {i.name: i for i in INPUTS}

@@ -290,6 +290,7 @@ def build() -> dict[str, int]:
     _dialects(add)
     _sessions(add)
     _wire(add)
+    _kafka(add)
     _grpc_calls(add)
     _graphql(add)
     return {t: save(t, s) for t, s in sorted(seeds.items())}
@@ -309,6 +310,39 @@ def _wire(add: Any) -> None:
             client, server = joined(steps)
             if client or server:
                 add(target, [client[:CUT], server[:CUT]])
+
+
+def _kafka(add: Any) -> None:
+    """Kafka connections of the Tansu capture (scripts/make_kafka_captures.py), cut at frame
+    boundaries to a few requests (Produce, Fetch and OffsetCommit before the others) with
+    their responses, paired still (the correlation ids are kept); those with records first."""
+    cut: list[tuple[int, Seed]] = []
+    for steps in streams(OWN / "kafka_confluent" / "capture.pcap").values():
+        client, server = joined(steps)
+        answers = {f[:4]: f for f in _frames(server, 0)}
+        requests = [f for f in _frames(client, 0) if int.from_bytes(f[:2]) in (0, 1, 2, 3, 8, 9)]
+        requests.sort(key=lambda f: int.from_bytes(f[:2]) not in (0, 1, 8))
+        picked = [(r, answers.get(r[4:8], b"")) for r in requests]
+        kept = [(r, a) for r, a in picked if len(r) + len(a) <= 2 * CUT][:3]
+        records = sum(int.from_bytes(r[:2]) in (0, 1) for r, _ in kept)
+        if kept:
+            client_part = b"".join(_sized(r) for r, _ in kept)
+            cut.append((records, [client_part, b"".join(_sized(a) for _, a in kept)]))
+    for _, seed in sorted(cut, key=lambda c: -c[0]):
+        add("kafka", seed)
+
+
+def _frames(data: bytes, pos: int) -> list[bytes]:
+    out = []
+    while pos + 4 <= len(data):
+        size = int.from_bytes(data[pos : pos + 4])
+        out.append(data[pos + 4 : pos + 4 + size])
+        pos += 4 + size
+    return out
+
+
+def _sized(frame: bytes) -> bytes:
+    return len(frame).to_bytes(4) + frame if frame else b""
 
 
 def _grpc_calls(add: Any) -> None:

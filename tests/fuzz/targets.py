@@ -462,6 +462,14 @@ def t_amqp(parts: Parts) -> list[Any]:
     return _wire(AmqpSession("fuzz"), parts)
 
 
+def t_kafka(parts: Parts) -> list[Any]:
+    """Both directions of a Kafka connection (requests, responses, record batches in every
+    codec) through the wire decoder."""
+    from agentshark.wire.kafka import KafkaSession
+
+    return _wire(KafkaSession("fuzz"), parts)
+
+
 def _wire(session: Any, parts: Parts) -> list[Any]:
     from agentshark.wire.events import Operation
 
@@ -872,6 +880,21 @@ TARGETS: dict[str, Target] = {
                 b"A\x00\x00\x00",
             ),
             doc="wire.amqp.AmqpSession (AMQP 0-9-1, both directions)",
+        ),
+        Target(
+            name="kafka",
+            run=t_kafka,
+            parts=2,
+            tokens=(
+                b"\xff\xff\xff\xff",
+                b"\x00\x02",
+                b"\x82SNAPPY\x00",
+                b"\x1f\x8b\x08",
+                b"\x28\xb5\x2f\xfd",
+                b"\x04\x22\x4d\x18",
+                b"\x00\x00\x00\x00",
+            ),
+            doc="wire.kafka.KafkaSession (Kafka requests/responses, record batches)",
         ),
         Target(
             name="h2",

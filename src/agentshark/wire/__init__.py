@@ -10,7 +10,8 @@ and gives the connection to the chosen decoder; ``agentshark.pipeline.wire`` tur
 operation into an exchange of transport ``<name>``.
 
 Recognized: PostgreSQL v3 (:mod:`agentshark.wire.pgsql`), Redis RESP2/RESP3
-(:mod:`agentshark.wire.resp`), AMQP 0-9-1 (:mod:`agentshark.wire.amqp`).
+(:mod:`agentshark.wire.resp`), AMQP 0-9-1 (:mod:`agentshark.wire.amqp`), Kafka
+(:mod:`agentshark.wire.kafka`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 
 from agentshark.wire.amqp import AmqpSession, sniff_amqp
 from agentshark.wire.events import Operation, WireDecoder
+from agentshark.wire.kafka import KafkaSession, looks_like_kafka
 from agentshark.wire.pgsql import PgSession, looks_like_startup
 from agentshark.wire.resp import RespSession, looks_like_resp
 
@@ -58,10 +60,18 @@ def _sniff_redis(client: bytes, server: bytes, port: int) -> bool | None:
     return port == 6379 and line.upper().startswith(_INLINE) and b" HTTP/" not in line
 
 
+def _sniff_kafka(client: bytes, server: bytes, port: int) -> bool | None:
+    """The client's first request header (:func:`~agentshark.wire.kafka.looks_like_kafka`);
+    a short head waits for more bytes until the server has spoken."""
+    found = looks_like_kafka(client, port)
+    return None if found is None and not server else bool(found)
+
+
 PROTOCOLS: tuple[WireProtocol, ...] = (
     WireProtocol(name="postgresql", scheme="postgresql", sniff=_sniff_pg, decoder=PgSession),
     WireProtocol(name="redis", scheme="redis", sniff=_sniff_redis, decoder=RespSession),
     WireProtocol(name="amqp", scheme="amqp", sniff=sniff_amqp, decoder=AmqpSession),
+    WireProtocol(name="kafka", scheme="kafka", sniff=_sniff_kafka, decoder=KafkaSession),
 )
 NAMES = frozenset(p.name for p in PROTOCOLS)
 
