@@ -256,7 +256,7 @@ class Pinecone:
         if not q and isinstance(req.get("id"), str):
             q["vector_id"] = req["id"]
         info: dict[str, Json] = {
-            "data_source": view.host.partition(".")[0] or None,  # the index's own host
+            "data_source": _index_host(view.host),
             "namespace": text_or_none(req.get("namespace")),
             "queries": [q],
             "top_k": int_or_none(req.get("topK")),
@@ -286,6 +286,13 @@ class Pinecone:
         record(
             call, role=ROLE, service="pinecone", operation="retrieval", info=info, results=results
         )
+
+
+def _index_host(host: str) -> str | None:
+    """A Pinecone index's name, as its own host begins (``{index}-{project}.svc...``); None
+    for an address (a proxy or a local server names no index)."""
+    label = host.partition(".")[0]
+    return label if label and not label.isdigit() and ":" not in host else None
 
 
 # -- Milvus ---------------------------------------------------------------------------------

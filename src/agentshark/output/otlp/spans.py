@@ -358,7 +358,7 @@ def _work(span: Span, index: CallIndex) -> list[str]:
         cid = item.get("call_id") if isinstance(item, dict) else None
         if isinstance(cid, str) and cid in index.calls and cid not in out:
             out.append(cid)
-    return out
+    return sorted(out, key=lambda c: (index.calls[c].get("timing") or {}).get("started") or 0.0)
 
 
 _EMBEDDINGS = ("embeddings", "embeddings.batch")
