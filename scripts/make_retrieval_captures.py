@@ -41,7 +41,10 @@ import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from starlette.responses import JSONResponse
 
 BENCH_DIR = Path(__file__).resolve().parent.parent / "bench"
 sys.path.insert(0, str(BENCH_DIR))
@@ -97,7 +100,10 @@ CASES = (
 DOCS = {
     "d1": ("Green tea is steamed or pan-fired soon after picking.", {"topic": "tea"}),
     "d2": ("Black tea is fully oxidised before drying.", {"topic": "tea"}),
-    "d3": ("Espresso is coffee brewed by forcing hot water through fine grounds.", {"topic": "coffee"}),
+    "d3": (
+        "Espresso is coffee brewed by forcing hot water through fine grounds.",
+        {"topic": "coffee"},
+    ),
     "d4": ("Matcha is green tea ground into a fine powder.", {"topic": "tea"}),
 }
 
@@ -132,9 +138,14 @@ def build_app() -> Any:
 
     async def root(request: Request) -> JSONResponse:
         if "elastic" in (request.headers.get("user-agent") or "").lower():
-            return es_json({"name": "stub", "cluster_name": "stub",
-                            "version": {"number": "9.1.0", "build_flavor": "default"},
-                            "tagline": "You Know, for Search"})  # fmt: skip
+            return es_json(
+                {
+                    "name": "stub",
+                    "cluster_name": "stub",
+                    "version": {"number": "9.1.0", "build_flavor": "default"},
+                    "tagline": "You Know, for Search",
+                }
+            )
         return JSONResponse({"title": "qdrant - vector search engine", "version": "1.15.0"})
 
     async def qdrant_exists(request: Request) -> JSONResponse:
@@ -146,7 +157,10 @@ def build_app() -> Any:
         body = await request.json()
         if name != "notes":
             return JSONResponse(
-                {"status": {"error": f"Not found: Collection `{name}` doesn't exist!"}, "time": 0.0},
+                {
+                    "status": {"error": f"Not found: Collection `{name}` doesn't exist!"},
+                    "time": 0.0,
+                },
                 status_code=404,
             )
         if op.endswith("/batch"):
@@ -158,45 +172,85 @@ def build_app() -> Any:
     async def pinecone_query(request: Request) -> JSONResponse:
         body = await request.json()
         matches = [
-            {"id": doc_id, "score": score, "values": [], "metadata": {**DOCS[doc_id][1], "text": DOCS[doc_id][0]}}
+            {
+                "id": doc_id,
+                "score": score,
+                "values": [],
+                "metadata": {**DOCS[doc_id][1], "text": DOCS[doc_id][0]},
+            }
             for doc_id, score in ranked(body["vector"], body["topK"])
             if _passes(doc_id, body.get("filter"))
-        ]  # fmt: skip
-        return JSONResponse({"results": [], "matches": matches, "namespace": body.get("namespace", ""),
-                             "usage": {"readUnits": 5}})  # fmt: skip
+        ]
+        return JSONResponse(
+            {
+                "results": [],
+                "matches": matches,
+                "namespace": body.get("namespace", ""),
+                "usage": {"readUnits": 5},
+            }
+        )
 
     async def cohere_rerank(request: Request) -> JSONResponse:
         body = await request.json()
         q = embed(body["query"])
         scores = [(i, round(cosine(q, embed(d)), 6)) for i, d in enumerate(body["documents"])]
         top = sorted(scores, key=lambda s: -s[1])[: body.get("top_n") or len(scores)]
-        return JSONResponse({"id": "rerank-stub-1",
-                             "results": [{"index": i, "relevance_score": s} for i, s in top],
-                             "meta": {"api_version": {"version": "2"}, "billed_units": {"search_units": 1}}})  # fmt: skip
+        return JSONResponse(
+            {
+                "id": "rerank-stub-1",
+                "results": [{"index": i, "relevance_score": s} for i, s in top],
+                "meta": {"api_version": {"version": "2"}, "billed_units": {"search_units": 1}},
+            }
+        )
 
     async def search(request: Request) -> JSONResponse:
         body = await request.json()  # Tavily's /search
         results = [
-            {"url": f"https://docs.example/{doc_id}", "title": doc_id, "content": DOCS[doc_id][0],
-             "score": score, "raw_content": None}
+            {
+                "url": f"https://docs.example/{doc_id}",
+                "title": doc_id,
+                "content": DOCS[doc_id][0],
+                "score": score,
+                "raw_content": None,
+            }
             for doc_id, score in ranked(embed(body["query"]), body.get("max_results", 5))
-        ]  # fmt: skip
-        return JSONResponse({"query": body["query"], "follow_up_questions": None, "answer": None,
-                             "images": [], "results": results, "response_time": 0.42,
-                             "request_id": "tavily-stub-1"})  # fmt: skip
+        ]
+        return JSONResponse(
+            {
+                "query": body["query"],
+                "follow_up_questions": None,
+                "answer": None,
+                "images": [],
+                "results": results,
+                "response_time": 0.42,
+                "request_id": "tavily-stub-1",
+            }
+        )
 
     async def es_search(request: Request) -> JSONResponse:
         body = await request.json()
         knn = body["knn"]
         hits = [
-            {"_index": request.path_params["index"], "_id": doc_id, "_score": score,
-             "_source": {"text": DOCS[doc_id][0], **DOCS[doc_id][1]}}
+            {
+                "_index": request.path_params["index"],
+                "_id": doc_id,
+                "_score": score,
+                "_source": {"text": DOCS[doc_id][0], **DOCS[doc_id][1]},
+            }
             for doc_id, score in ranked(knn["query_vector"], knn["k"])
-        ]  # fmt: skip
-        return es_json({"took": 3, "timed_out": False,
-                        "_shards": {"total": 1, "successful": 1, "skipped": 0, "failed": 0},
-                        "hits": {"total": {"value": len(hits), "relation": "eq"},
-                                 "max_score": hits[0]["_score"] if hits else None, "hits": hits}})  # fmt: skip
+        ]
+        return es_json(
+            {
+                "took": 3,
+                "timed_out": False,
+                "_shards": {"total": 1, "successful": 1, "skipped": 0, "failed": 0},
+                "hits": {
+                    "total": {"value": len(hits), "relation": "eq"},
+                    "max_score": hits[0]["_score"] if hits else None,
+                    "hits": hits,
+                },
+            }
+        )
 
     async def chat(request: Request) -> JSONResponse:
         return JSONResponse(stub_answer(await request.json()))
@@ -212,8 +266,14 @@ def build_app() -> Any:
                 value = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode()
             data.append({"object": "embedding", "index": n, "embedding": value})
         tokens = sum(len(t.split()) for t in inputs)
-        return JSONResponse({"object": "list", "data": data, "model": EMBED_MODEL,
-                             "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})  # fmt: skip
+        return JSONResponse(
+            {
+                "object": "list",
+                "data": data,
+                "model": EMBED_MODEL,
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+            }
+        )
 
     return Starlette(
         routes=[
@@ -230,7 +290,8 @@ def build_app() -> Any:
     )
 
 
-def es_json(doc: dict[str, Any]) -> Any:
+def es_json(doc: dict[str, Any]) -> "JSONResponse":
+    """Elasticsearch's answer: its clients refuse a server without this header."""
     from starlette.responses import JSONResponse
 
     return JSONResponse(doc, headers={"X-Elastic-Product": "Elasticsearch"})
@@ -241,7 +302,9 @@ def _passes(doc_id: str, where: Any) -> bool:
     if not isinstance(where, dict):
         return True
     meta = DOCS[doc_id][1]
-    return all(meta.get(k) == (v.get("$eq") if isinstance(v, dict) else v) for k, v in where.items())
+    return all(
+        meta.get(k) == (v.get("$eq") if isinstance(v, dict) else v) for k, v in where.items()
+    )
 
 
 def qdrant_result(body: dict[str, Any], query: bool) -> Any:
@@ -250,11 +313,15 @@ def qdrant_result(body: dict[str, Any], query: bool) -> Any:
         vector = vector["nearest"]
     wanted = _qdrant_topic(body.get("filter"))
     points = [
-        {"id": int(doc_id[1:]), "version": 1, "score": score,
-         "payload": {"text": DOCS[doc_id][0], **DOCS[doc_id][1]}}
+        {
+            "id": int(doc_id[1:]),
+            "version": 1,
+            "score": score,
+            "payload": {"text": DOCS[doc_id][0], **DOCS[doc_id][1]},
+        }
         for doc_id, score in ranked(vector, len(DOCS))
         if wanted is None or DOCS[doc_id][1]["topic"] == wanted
-    ][: body.get("limit", 10)]  # fmt: skip
+    ][: body.get("limit", 10)]
     return {"points": points} if query else points
 
 
@@ -275,9 +342,14 @@ def stub_answer(body: dict[str, Any]) -> dict[str, Any]:
         message: dict[str, Any] = {
             "role": "assistant",
             "content": None,
-            "tool_calls": [{"id": "call_search_docs_1", "type": "function",
-                            "function": {"name": "search_docs", "arguments": arguments}}],
-        }  # fmt: skip
+            "tool_calls": [
+                {
+                    "id": "call_search_docs_1",
+                    "type": "function",
+                    "function": {"name": "search_docs", "arguments": arguments},
+                }
+            ],
+        }
         finish, rid = "tool_calls", "chatcmpl-rag-0001"
     else:
         found = json.loads(tool_results[-1]["content"])
@@ -285,17 +357,26 @@ def stub_answer(body: dict[str, Any]) -> dict[str, Any]:
         message = {"role": "assistant", "content": text}
         finish, rid = "stop", "chatcmpl-rag-0002"
         usage = {"prompt_tokens": 131, "completion_tokens": 21, "total_tokens": 152}
-    return {"id": rid, "object": "chat.completion", "created": 1_780_000_000, "model": MODEL,
-            "choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": usage}  # fmt: skip
+    return {
+        "id": rid,
+        "object": "chat.completion",
+        "created": 1_780_000_000,
+        "model": MODEL,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": usage,
+    }
 
 
 def serve(spec: dict[str, Any]) -> None:
     import uvicorn
 
     config = uvicorn.Config(
-        build_app(), host="127.0.0.1", port=spec["port"], log_level="warning",
+        build_app(),
+        host="127.0.0.1",
+        port=spec["port"],
+        log_level="warning",
         timeout_graceful_shutdown=2,
-    )  # fmt: skip
+    )
     uvicorn.Server(config).run()
 
 
@@ -303,8 +384,8 @@ def serve(spec: dict[str, Any]) -> None:
 
 
 def chroma_client(port: int) -> Any:
-    import chromadb
-    from chromadb.config import Settings
+    import chromadb  # type: ignore[import-not-found, unused-ignore]
+    from chromadb.config import Settings  # type: ignore[import-not-found, unused-ignore]
 
     return chromadb.HttpClient(
         host="127.0.0.1", port=port, settings=Settings(anonymized_telemetry=False)
@@ -314,7 +395,9 @@ def chroma_client(port: int) -> Any:
 def query_result(result: Any) -> dict[str, Any]:
     """A Chroma ``QueryResult`` as JSON (the lists the client parsed)."""
     keys = ("ids", "distances", "documents", "metadatas")
-    return {k: [list(row) for row in result[k]] if result.get(k) is not None else None for k in keys}
+    return {
+        k: [list(row) for row in result[k]] if result.get(k) is not None else None for k in keys
+    }
 
 
 def chroma_case(case: Case, capture: genlib.Tcpdump) -> dict[str, Any]:
@@ -341,51 +424,78 @@ def chroma_case(case: Case, capture: genlib.Tcpdump) -> dict[str, Any]:
     return {
         "collection_id": str(notes.id),
         "queries": [
-            {"vectors": [asked], "n_results": 2, "where": {"topic": "tea"}, "result": query_result(one)},
-            {"vectors": [embed("coffee"), embed("oxidised")], "n_results": 2, "result": query_result(two)},
+            {
+                "vectors": [asked],
+                "n_results": 2,
+                "where": {"topic": "tea"},
+                "result": query_result(one),
+            },
+            {
+                "vectors": [embed("coffee"), embed("oxidised")],
+                "n_results": 2,
+                "result": query_result(two),
+            },
             {"vectors": [asked], "n_results": 1, "collection_id": str(gone.id), "error": error},
         ],
-    }  # fmt: skip
+    }
 
 
 def stub_clients_case(case: Case, capture: genlib.Tcpdump) -> dict[str, Any]:
     import cohere
-    from elasticsearch import Elasticsearch
-    from pinecone import Pinecone
-    from qdrant_client import QdrantClient, models
-    from tavily import TavilyClient
+    from elasticsearch import Elasticsearch  # type: ignore[import-not-found, unused-ignore]
+    from pinecone import Pinecone  # type: ignore[import-not-found, unused-ignore]
+    from qdrant_client import QdrantClient, models  # type: ignore[import-not-found, unused-ignore]
+    from tavily import TavilyClient  # type: ignore[import-not-found, unused-ignore]
 
     base = f"http://127.0.0.1:{case.port}"
     capture.start()
     truth: dict[str, Any] = {}
     qdrant = QdrantClient(url=base, port=case.port, check_compatibility=False, timeout=20)
-    tea = models.Filter(must=[models.FieldCondition(key="topic", match=models.MatchValue(value="tea"))])
-    points = qdrant.query_points("notes", query=embed("green tea"), limit=2, query_filter=tea).points
+    tea = models.Filter(
+        must=[models.FieldCondition(key="topic", match=models.MatchValue(value="tea"))]
+    )
+    points = qdrant.query_points(
+        "notes", query=embed("green tea"), limit=2, query_filter=tea
+    ).points
     truth["qdrant_query"] = [p.model_dump() for p in points]
     batch = qdrant.query_batch_points(
         "notes",
-        requests=[models.QueryRequest(query=embed("coffee"), limit=1, with_payload=True),
-                  models.QueryRequest(query=embed("black tea"), limit=2, with_payload=True)],
-    )  # fmt: skip
+        requests=[
+            models.QueryRequest(query=embed("coffee"), limit=1, with_payload=True),
+            models.QueryRequest(query=embed("black tea"), limit=2, with_payload=True),
+        ],
+    )
     truth["qdrant_batch"] = [[p.model_dump() for p in r.points] for r in batch]
     try:
         qdrant.query_points("nope", query=embed("tea"), limit=1)
     except Exception as exc:  # noqa: BLE001 - the client's own error is the truth
         truth["qdrant_missing"] = {"type": type(exc).__name__, "message": str(exc)}
     index = Pinecone(api_key=FAKE_KEY).Index(host=base)
-    found = index.query(vector=embed("matcha"), top_k=3, namespace="kb", include_metadata=True,
-                        filter={"topic": {"$eq": "tea"}})  # fmt: skip
-    truth["pinecone"] = {"namespace": found.namespace,
-                         "matches": [{"id": m.id, "score": m.score, "metadata": m.metadata} for m in found.matches]}  # fmt: skip
+    found = index.query(
+        vector=embed("matcha"),
+        top_k=3,
+        namespace="kb",
+        include_metadata=True,
+        filter={"topic": {"$eq": "tea"}},
+    )
+    truth["pinecone"] = {
+        "namespace": found.namespace,
+        "matches": [{"id": m.id, "score": m.score, "metadata": m.metadata} for m in found.matches],
+    }
     co = cohere.ClientV2(api_key=FAKE_KEY, base_url=base)
     documents = [DOCS[i][0] for i in DOCS]
     rr = co.rerank(model="rerank-v3.5", query="powdered green tea", documents=documents, top_n=2)
-    truth["cohere_rerank"] = {"id": rr.id, "results": [{"index": r.index, "relevance_score": r.relevance_score} for r in rr.results]}  # fmt: skip
+    truth["cohere_rerank"] = {
+        "id": rr.id,
+        "results": [{"index": r.index, "relevance_score": r.relevance_score} for r in rr.results],
+    }
     tavily = TavilyClient(api_key="tvly-example-not-a-real-key", api_base_url=base)
     truth["tavily"] = tavily.search("how is black tea made", max_results=2)
     es = Elasticsearch(base, request_timeout=20)
-    hits = es.search(index="kb", knn={"field": "vec", "query_vector": embed("espresso"), "k": 2,
-                                      "num_candidates": 10})  # fmt: skip
+    hits = es.search(
+        index="kb",
+        knn={"field": "vec", "query_vector": embed("espresso"), "k": 2, "num_candidates": 10},
+    )
     truth["elasticsearch"] = dict(hits.body)
     return truth
 
@@ -397,7 +507,7 @@ class StubEmbedding:
         self.client = client
 
     def __call__(self, input: list[str]) -> list[Any]:  # noqa: A002 - Chroma's name
-        import numpy as np
+        import numpy as np  # type: ignore[import-not-found, unused-ignore]
 
         response = self.client.embeddings.create(model=EMBED_MODEL, input=list(input))
         self.last = [d.embedding for d in response.data]
@@ -434,21 +544,33 @@ def agent_case(case: Case, capture: genlib.Tcpdump) -> dict[str, Any]:
     client = openai.OpenAI(api_key=FAKE_KEY, base_url=f"http://127.0.0.1:{case.port}/v1")
     ef = StubEmbedding(client)
     chroma = chroma_client(case.chroma_port)
-    kb = chroma.create_collection("tea-notes", embedding_function=ef)  # type: ignore[arg-type]
+    kb = chroma.create_collection("tea-notes", embedding_function=ef)
     ids = list(DOCS)
     kb.add(ids=ids, documents=[DOCS[i][0] for i in ids], metadatas=[DOCS[i][1] for i in ids])
     capture.start()  # the run: the set-up above is not in it
-    tools = [{"type": "function", "function": {
-        "name": "search_docs", "description": "Search the tea notes",
-        "parameters": {"type": "object", "properties": {"query": {"type": "string"}, "k": {"type": "integer"}},
-                       "required": ["query"]}}}]  # fmt: skip
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "search_docs",
+                "description": "Search the tea notes",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"query": {"type": "string"}, "k": {"type": "integer"}},
+                    "required": ["query"],
+                },
+            },
+        }
+    ]
     messages: list[dict[str, Any]] = [{"role": "user", "content": "How is matcha made?"}]
     chat: Any = client.chat.completions
     first = chat.create(model=MODEL, messages=messages, tools=tools)
     call = first.choices[0].message.tool_calls[0]
     arguments = json.loads(call.function.arguments)
     found = kb.query(query_texts=[arguments["query"]], n_results=arguments["k"])
-    result = [{"id": i, "text": d} for i, d in zip(found["ids"][0], found["documents"][0], strict=True)]
+    result = [
+        {"id": i, "text": d} for i, d in zip(found["ids"][0], found["documents"][0], strict=True)
+    ]
     messages.append(first.choices[0].message.model_dump(exclude_none=True))
     messages.append({"role": "tool", "tool_call_id": call.id, "content": json.dumps(result)})
     second = chat.create(model=MODEL, messages=messages, tools=tools)
@@ -462,8 +584,11 @@ def agent_case(case: Case, capture: genlib.Tcpdump) -> dict[str, Any]:
     }
 
 
-CLIENTS = {"retrieval_chroma": chroma_case, "retrieval_stub_clients": stub_clients_case,
-           "retrieval_agent_chroma": agent_case}  # fmt: skip
+CLIENTS = {
+    "retrieval_chroma": chroma_case,
+    "retrieval_stub_clients": stub_clients_case,
+    "retrieval_agent_chroma": agent_case,
+}
 
 
 # =========================================================================== running
@@ -475,8 +600,10 @@ def start_chroma(port: int, folder: Path, log_path: Path) -> subprocess.Popen[by
     with log_path.open("wb") as log_file:
         proc = subprocess.Popen(
             [str(chroma), "run", "--path", str(folder), "--host", "127.0.0.1", "--port", str(port)],
-            stdout=log_file, stderr=subprocess.STDOUT, env=env,
-        )  # fmt: skip
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
     genlib.wait_listening(port, proc, timeout=60)
     return proc
 
@@ -494,8 +621,12 @@ def run_case(case: Case, tcpdump: str, tmp: Path) -> dict[str, Any]:
             procs.append(start_chroma(case.chroma_port, db, tmp / f"{case.name}-chroma.log"))
         if case.chroma_port != case.port:
             server = genlib.start_serve_process(
-                sys.executable, SCRIPT, {"port": case.port}, tmp / f"{case.name}.json", tmp / f"{case.name}.log"
-            )  # fmt: skip
+                sys.executable,
+                SCRIPT,
+                {"port": case.port},
+                tmp / f"{case.name}.json",
+                tmp / f"{case.name}.log",
+            )
             procs.append(server)
             genlib.wait_listening(case.port, server)
         truth = CLIENTS[case.name](case, capture)

@@ -14,7 +14,7 @@ import pytest
 
 import agentshark.pipeline
 from agentshark.apis.documents import same_vector
-from agentshark.apis.model import Call, GenericPart, ToolCallPart, Timing
+from agentshark.apis.model import Call, GenericPart, Timing, ToolCallPart
 from agentshark.trace.collect import Analysis
 from agentshark.trace.retrieval import tool_work
 from tests.helpers import ROOT
@@ -41,7 +41,12 @@ def truth() -> dict[str, Json]:
 
 def test_agent_run_links_the_search_and_its_embedding_to_the_tool_call() -> None:
     a, t = analysis(), truth()
-    assert [c.api for c in a.calls] == ["openai.chat", "openai.embeddings", "chroma.query", "openai.chat"]
+    assert [c.api for c in a.calls] == [
+        "openai.chat",
+        "openai.embeddings",
+        "chroma.query",
+        "openai.chat",
+    ]
     first, embedding, search, second = a.calls
     assert [first.response_id, second.response_id] == [r["id"] for r in t["sdk_responses"]]
     (trace,) = a.traces
@@ -49,11 +54,18 @@ def test_agent_run_links_the_search_and_its_embedding_to_the_tool_call() -> None
     assert [s.kind for s in trace.spans] == ["agent", "model", "tool", "model"]
     tool = trace.spans[2]
     assert tool.name == "execute_tool " + t["tool_call"]["name"]
-    assert (tool.tool_call_id, tool.requested_by, tool.result_in) == (t["tool_call"]["id"], first.id, second.id)
+    assert (tool.tool_call_id, tool.requested_by, tool.result_in) == (
+        t["tool_call"]["id"],
+        first.id,
+        second.id,
+    )
     assert (tool.execution, tool.inferred) == (search.id, False)
     assert tool.attributes["arguments"] == t["tool_call"]["arguments"]
     assert tool.attributes["confidence"] == 0.8  # the embedding's input is the query argument
-    assert f"its query vector is the one {embedding.id} returned" in tool.attributes["execution_evidence"]
+    assert (
+        f"its query vector is the one {embedding.id} returned"
+        in tool.attributes["execution_evidence"]
+    )
     assert tool.attributes["work"] == [
         {
             "call_id": embedding.id,
@@ -74,7 +86,10 @@ def test_agent_run_links_the_search_and_its_embedding_to_the_tool_call() -> None
     }
     assert (tool.started, tool.ended) == (search.timing.started, search.timing.ended)
     evidence = [e for e in trace.evidence if e["origin"] == "tool_call"]
-    assert {tuple(e["calls"]) for e in evidence} >= {(first.id, search.id), (first.id, embedding.id)}
+    assert {tuple(e["calls"]) for e in evidence} >= {
+        (first.id, search.id),
+        (first.id, embedding.id),
+    }
 
 
 def test_the_search_as_the_client_saw_it() -> None:
@@ -105,7 +120,10 @@ def test_otlp_retrieval_and_embeddings_spans_under_the_tool_span(
     assert tool["kind"] == 1  # INTERNAL: the search is its child CLIENT span
     children = [s for s in spans if s.get("parentSpanId") == tool["spanId"]]
     t = truth()
-    assert [s["name"] for s in children] == ["embeddings text-embedding-stub", "retrieval " + t["collection_id"]]
+    assert [s["name"] for s in children] == [
+        "embeddings text-embedding-stub",
+        "retrieval " + t["collection_id"],
+    ]
     embedding, search = children
     assert embedding["kind"] == search["kind"] == 3
     assert embedding["attributes"]["gen_ai.operation.name"] == "embeddings"
@@ -116,8 +134,14 @@ def test_otlp_retrieval_and_embeddings_spans_under_the_tool_span(
     assert attrs["openinference.span.kind"] == "RETRIEVER"
     for n, doc_id in enumerate(t["chroma_result"]["ids"][0]):
         assert attrs[f"retrieval.documents.{n}.document.id"] == doc_id
-        assert attrs[f"retrieval.documents.{n}.document.content"] == t["chroma_result"]["documents"][0][n]
-    assert json.loads(attrs["agentshark.retrieval.documents"])[0]["id"] == t["chroma_result"]["ids"][0][0]
+        assert (
+            attrs[f"retrieval.documents.{n}.document.content"]
+            == t["chroma_result"]["documents"][0][n]
+        )
+    assert (
+        json.loads(attrs["agentshark.retrieval.documents"])[0]["id"]
+        == t["chroma_result"]["ids"][0][0]
+    )
 
 
 # -- tool_work by hand ------------------------------------------------------------------------
@@ -125,21 +149,35 @@ def test_otlp_retrieval_and_embeddings_spans_under_the_tool_span(
 
 def _call(cid: str, started: float, *, operation: str, extras: dict[str, Json]) -> Call:
     return Call(
-        id=cid, exchange_id=cid, api="x", operation=operation, extras=extras,
+        id=cid,
+        exchange_id=cid,
+        api="x",
+        operation=operation,
+        extras=extras,
         timing=Timing(started=started, ended=started + 0.1),
-    )  # fmt: skip
+    )
 
 
 def _search(cid: str, started: float, text: str | None, head: list[float] | None) -> Call:
-    query: dict[str, Json] = {"text": text} if text else {"vector_dimensions": 2, "vector_head": head}
-    return _call(cid, started, operation="retrieval",
-                 extras={"retrieval": {"role": "vector_store", "queries": [query], "top_k": 3}})  # fmt: skip
+    query: dict[str, Json] = (
+        {"text": text} if text else {"vector_dimensions": 2, "vector_head": head}
+    )
+    return _call(
+        cid,
+        started,
+        operation="retrieval",
+        extras={"retrieval": {"role": "vector_store", "queries": [query], "top_k": 3}},
+    )
 
 
 def test_tool_work_rules() -> None:
     part = ToolCallPart(id="t1", name="search_docs", arguments={"query": "matcha", "k": 3})
-    embed = _call("e1", 1.0, operation="embeddings",
-                  extras={"embeddings": {"texts": ["matcha"], "vector_heads": [[0.5, 0.25]]}})  # fmt: skip
+    embed = _call(
+        "e1",
+        1.0,
+        operation="embeddings",
+        extras={"embeddings": {"texts": ["matcha"], "vector_heads": [[0.5, 0.25]]}},
+    )
     by_vector = _search("s1", 1.2, None, [0.5, 0.25])
     by_text = _search("s2", 1.3, "matcha tea", None)
     other = _search("s3", 1.4, None, [0.1, 0.2])  # a vector no embedding of the tool returned

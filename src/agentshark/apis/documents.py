@@ -118,8 +118,10 @@ def record(
     results: list[list[GenericPart]] | None,
 ) -> None:
     """Sets the retrieval call: ``info`` (the request side) in ``extras["retrieval"]``, one
-    output message per result list. ``results`` None: the response held none (an error, a
-    cut, a body of another shape), so the call is not complete."""
+    output message per result list. The call is complete when the service answered: with
+    results, or with an error (``call.error``, set before); ``results`` None and no error
+    is a response of another shape or none (the registry still says whether the exchange
+    was whole)."""
     call.operation = operation
     call.provider = service
     kept: dict[str, Json] = {"role": role, "service": service}
@@ -128,7 +130,7 @@ def record(
         kept["documents"] = sum(len(r) for r in results)
         call.output_messages = [Message(role=role, parts=list(r)) for r in results]
     call.extras["retrieval"] = kept
-    call.complete = results is not None and call.error is None
+    call.complete = results is not None or call.error is not None
 
 
 def http_error(view: ExchangeView, body: Json) -> CallError | None:

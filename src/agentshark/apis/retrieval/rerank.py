@@ -127,8 +127,8 @@ def _usage(body: dict[str, Json], call: Call) -> None:
     if isinstance(usage, dict):
         total = int_or_none(usage.get("total_tokens"))
         call.usage = Usage(input_tokens=total, total_tokens=total, raw=usage)
-    elif isinstance(meta, dict) and isinstance(meta.get("billed_units"), dict):
-        call.usage = Usage(raw=meta["billed_units"])
+    elif isinstance(meta, dict):  # Cohere: search units billed, no tokens
+        call.usage = Usage(raw=meta)
 
 
 RERANK = Rerank()
