@@ -17,7 +17,7 @@ from agentshark.apis.documents import same_vector
 from agentshark.apis.model import Call, GenericPart, Timing, ToolCallPart
 from agentshark.trace.collect import Analysis
 from agentshark.trace.retrieval import tool_work
-from tests.helpers import ROOT
+from tests.helpers import CORPUS, ROOT
 from tests.output.otlp.helpers import export, spans_of_lines
 
 Json = Any
@@ -183,8 +183,31 @@ def test_tool_work_rules() -> None:
     other = _search("s3", 1.4, None, [0.1, 0.2])  # a vector no embedding of the tool returned
     late = _search("s4", 9.0, "matcha", None)  # after the window
     window = lambda t: t is not None and 0.9 <= t <= 2.0  # noqa: E731
-    found = tool_work(part, window, [embed, by_vector, by_text, other, late], set())
-    assert [(c.id, p) for c, _, p in found] == [("e1", 0.8), ("s1", 0.8), ("s2", 0.6)]
+    found = tool_work(part, window, [embed, by_vector, other, late], set())
+    assert [(c.id, p) for c, _, p in found] == [("e1", 0.8), ("s1", 0.8)]
+    again = _search("s5", 1.5, "matcha", None)  # the same query again: the next tool call's
+    found = tool_work(part, window, [by_text, again, late], set())
+    assert [(c.id, p) for c, _, p in found] == [("s2", 0.6)]
     assert tool_work(part, window, [embed], {"e1"}) == []  # already another tool's
     numbers = ToolCallPart(id="t2", name="f", arguments={"k": 3})
     assert tool_work(numbers, window, [by_text], set()) == []  # a number alone says nothing
+
+
+def test_cassette_agents_each_tool_call_its_own_search() -> None:
+    """openllmetry's LangChain agent cassette: four runs, each asks tavily_search_results_json
+    with the same query; each run's tool call ran as its own Tavily search (no times in a
+    cassette: the order decides)."""
+    out = Analysis()
+    path = CORPUS / "traceloop__openllmetry/packages/opentelemetry-instrumentation-langchain"
+    cassette = path / "tests/cassettes/test_agents/test_agents.yaml"
+    options = agentshark.pipeline.Options(calls=True)
+    for _ in out.watch(agentshark.pipeline.run([str(cassette)], options)):
+        pass
+    out.finish()
+    searches = [c.id for c in out.calls if c.api == "tavily.search"]
+    tools = [s for t in out.traces for s in t.spans if s.kind == "tool"]
+    assert len(searches) == len(tools) == 4
+    assert [s.execution for s in tools] == searches
+    assert all(s.attributes["arguments"] == {"query": "OpenLLMetry"} for s in tools)
+    for trace in out.traces:  # each search in its own run
+        assert len([c for c in trace.calls if c in searches]) == 1

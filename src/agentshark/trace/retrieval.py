@@ -14,7 +14,10 @@ after the model asked and before the result was sent back, by the existing argum
   (the first :data:`~agentshark.apis.documents.HEAD` components equal as float32): that
   embeddings call's confidence, the vector being the join.
 
-Nothing else joins: a search no tool call's arguments reach stays a call of its own trace.
+A tool call takes one call of each kind (embeddings, search or memory read, rerank, memory
+write), the first in time: the same query sent again later is another tool call's (a
+cassette has no times, so its order decides). Nothing else joins: a search no tool call's
+arguments reach stays a call of its own trace.
 """
 
 from __future__ import annotations
@@ -98,10 +101,14 @@ def tool_work(
         return []
     candidates = [c for c in workers if c.id not in used and in_window(c.timing.started)]
     found: list[Work] = []
+    kinds: set[str | None] = set()
     for call in candidates:
+        if _kind(call) in kinds:
+            continue  # one of each kind: the next one with the same query is the next tool's
         text = request_text(call)
         if not text or not all(v in text for v in values):
             continue
+        kinds.add(_kind(call))
         exact = any(t in values for t in _texts(call))
         what = "its query" if is_retrieval(call) else "its input"
         evidence = f"{call.api} {call.operation}: {what} holds every argument value"
@@ -109,7 +116,7 @@ def tool_work(
     embedded = [(c, conf, h) for c, _, conf in found for h in _vector_heads(c, "outputs")]
     taken = {c.id for c, _, _ in found}
     for call in candidates:
-        if call.id in taken or not is_retrieval(call):
+        if call.id in taken or not is_retrieval(call) or _kind(call) in kinds:
             continue
         for head in _vector_heads(call, "queries"):
             source = next(((c, conf) for c, conf, h in embedded if same_vector(head, h)), None)
@@ -120,6 +127,7 @@ def tool_work(
                 )
                 found.append((call, evidence, source[1]))
                 taken.add(call.id)
+                kinds.add(_kind(call))
                 break
     found.sort(key=lambda w: (w[0].timing.started is None, w[0].timing.started or 0.0))
     return found
@@ -129,6 +137,14 @@ def execution_of(work: list[Work]) -> Work | None:
     """The call that stands for the tool's execution among its work: the first retrieval
     (or memory) call, else the first call."""
     return next((w for w in work if is_retrieval(w[0])), work[0] if work else None)
+
+
+def _kind(call: Call) -> str | None:
+    """What a tool takes one of: an embeddings call, a search (or memory read), a rerank, a
+    memory write."""
+    if call.operation in EMBEDDING_OPERATIONS:
+        return "embeddings"
+    return "retrieval" if call.operation == "memory.read" else call.operation
 
 
 def _number(text: str) -> bool:

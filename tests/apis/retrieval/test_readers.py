@@ -442,3 +442,17 @@ def test_content_is_bounded() -> None:
     )
     doc = docs(call)[0]
     assert len(doc["content"]) == 2048 and doc["content_chars"] == 5000
+
+
+def test_fuzz_findings() -> None:
+    """From the fuzz campaign (api_search_memory): a mem0 record whose ``event`` is an object
+    (unhashable: it raised TypeError); a Weaviate document of many operations is read once."""
+    call = call_of(
+        "/v1/memories/",
+        {"messages": [{"role": "user", "content": "hi"}], "user_id": "u"},
+        [{"id": "m1", "event": {"type": "0"}, "data": "x"}],
+    )
+    assert call.api != "mem0.memories" or call.operation == "memory.write"
+    get = '{ Get { Article(nearText: {concepts: ["tea"]}, limit: 2) { title } } }'
+    many = call_of("/v1/graphql", {"query": get * 40}, {"data": {"Get": {"Article": []}}})
+    assert many.api in ("graphql", "weaviate.graphql")

@@ -53,7 +53,8 @@ def _is_record(row: dict[str, Json]) -> bool:
     has_text = isinstance(row.get("memory"), str) or (
         isinstance(data, dict) and isinstance(data.get("memory"), str)
     )
-    return "id" in row and (has_text or row.get("event") in EVENTS)
+    event = row.get("event")
+    return "id" in row and (has_text or (isinstance(event, str) and event in EVENTS))
 
 
 def _scope(source: dict[str, Json]) -> dict[str, Json] | None:

@@ -15,10 +15,11 @@ read from the request's ``variables``.
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING
 
 from graphql import GraphQLError, parse
-from graphql.language import FieldNode, OperationDefinitionNode, ValueNode
+from graphql.language import DocumentNode, FieldNode, OperationDefinitionNode, ValueNode
 from graphql.pyutils import Undefined
 from graphql.utilities import value_from_ast_untyped
 
@@ -35,13 +36,22 @@ OPERATORS = ("nearText", "nearVector", "nearObject", "hybrid", "bm25", "nearImag
 _HEAD = 4096  # request bytes looked at for ``Get`` before the GraphQL reading
 
 
+@functools.lru_cache(maxsize=16)
+def _document(text: str) -> DocumentNode | None:
+    """The parsed document (cached: ``match`` and ``parse`` both read it), None when it is
+    not GraphQL or larger than the GraphQL family parses."""
+    if len(text) > MAX_DOCUMENT:
+        return None
+    try:
+        return parse(text, no_location=True, max_tokens=MAX_TOKENS)
+    except (GraphQLError, RecursionError):
+        return None
+
+
 def _searches(text: str, variables: Json) -> list[tuple[str, dict[str, Json]]]:
     """``(class, arguments)`` of each ``Get`` class field that has a search operator."""
-    if len(text) > MAX_DOCUMENT:
-        return []
-    try:
-        doc = parse(text, no_location=True, max_tokens=MAX_TOKENS)
-    except (GraphQLError, RecursionError):
+    doc = _document(text)
+    if doc is None:
         return []
     out = []
     for definition in doc.definitions:
