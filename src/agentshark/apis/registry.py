@@ -108,7 +108,8 @@ SESSION_APIS = (realtime.API, live.API)
 
 def known_apis() -> list[str]:
     """The ``api`` names calls can have (parsed families), then the recognized unparsed ones."""
-    parsed = sorted({f.api for f in families() if f.api} | set(SESSION_APIS))
+    named = {n for f in families() for n in (f.api, *getattr(f, "apis", ())) if n}
+    parsed = sorted(named | set(SESSION_APIS))  # ``apis``: the names a family gives by shape
     return parsed + [n for n in dict.fromkeys(u.api for u in UNPARSED) if n not in parsed]
 
 

@@ -456,3 +456,11 @@ def test_fuzz_findings() -> None:
     get = '{ Get { Article(nearText: {concepts: ["tea"]}, limit: 2) { title } } }'
     many = call_of("/v1/graphql", {"query": get * 40}, {"data": {"Get": {"Article": []}}})
     assert many.api in ("graphql", "weaviate.graphql")
+
+
+def test_known_apis_name_the_retrieval_families() -> None:
+    from agentshark.apis.registry import known_apis
+
+    known = set(known_apis())
+    assert {"chroma.query", "qdrant.points", "cohere.rerank", "voyage.rerank"} <= known
+    assert {"elasticsearch.search", "opensearch.search", "mem0.memories"} <= known

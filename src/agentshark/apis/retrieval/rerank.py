@@ -51,6 +51,7 @@ def _request_shape(req: Json) -> bool:
 
 class Rerank:
     api = "rerank"
+    apis = ("cohere.rerank", "jina.rerank", "voyage.rerank")  # by the response's shape
 
     def match(self, view: ExchangeView) -> float:
         if view.method.upper() != "POST" or not _request_shape(view.request_json):

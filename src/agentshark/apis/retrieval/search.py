@@ -59,6 +59,7 @@ def _knn(req: Json) -> list[dict[str, Json]]:
 
 class KnnSearch:
     api = "elasticsearch.search"
+    apis = ("opensearch.search",)  # the name a server that is OpenSearch gets
 
     def match(self, view: ExchangeView) -> float:
         if view.method.upper() not in ("POST", "GET") or not _knn(view.request_json):
