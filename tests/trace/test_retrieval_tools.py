@@ -144,6 +144,15 @@ def test_otlp_retrieval_and_embeddings_spans_under_the_tool_span(
     )
 
 
+def test_analyze_tree_names_the_search_and_its_embedding(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from agentshark.cli import main
+
+    assert main(["analyze", str(AGENT / "capture.pcap"), "--no-progress"]) == 0
+    assert "[ran as call3, with call2]" in capsys.readouterr().out
+
+
 # -- tool_work by hand ------------------------------------------------------------------------
 
 
