@@ -16,7 +16,9 @@ The cases:
   reference gives it (a stub server, real clients): ``qdrant-client`` (``query_points``,
   ``search_batch`` through ``query_batch_points``, a missing collection), ``pinecone``
   (``Index(host=...).query``), ``cohere`` (``ClientV2.rerank``), ``tavily-python``
-  (``TavilyClient.search``) and ``elasticsearch`` (``search`` with ``knn``). The stub ranks a
+  (``TavilyClient.search``) and ``elasticsearch`` (``search`` with ``knn``); ``retrieval_mem0``
+  likewise: ``mem0ai``'s ``MemoryClient`` (``add``, ``search``, ``get_all``, ``delete``; its
+  telemetry off). The stub ranks a
   small corpus of fixed vectors by cosine similarity, so its answers follow the queries.
 * ``retrieval_agent_chroma``: an agent run: the ``openai`` SDK asks a model stub, which calls
   ``search_docs(query)``; the agent runs the tool as a Chroma query with ``query_texts``, the
@@ -65,6 +67,7 @@ REQUIREMENTS = (
     "starlette==1.10.0",
     "httpx==0.28.1",
     "pinecone==10.2.0",
+    "mem0ai==2.2.1",
 )
 MADE_BY = "scripts/make_retrieval_captures.py"
 FAKE_KEY = "sk-proj-example-not-a-real-key-retrieval0"
@@ -94,6 +97,7 @@ CASES = (
         "through the stub)",
         18834,
     ),
+    Case("retrieval_mem0", 18835, "mem0ai MemoryClient (add, search, get_all, delete) -> a stub"),
 )
 
 # The corpus every store holds: id -> (text, metadata).
@@ -275,8 +279,67 @@ def build_app() -> Any:
             }
         )
 
+    memories: dict[str, dict[str, Any]] = {}
+
+    async def mem0_ping(request: Request) -> JSONResponse:
+        return JSONResponse(
+            {
+                "status": "ok",
+                "org_id": "org-stub",
+                "project_id": "proj-stub",
+                "user_email": "stub@example.invalid",
+            }
+        )
+
+    async def mem0_add(request: Request) -> JSONResponse:
+        body = await request.json()  # the records mem0 would extract: one per user message
+        user = body.get("user_id")
+        results = []
+        for message in body["messages"]:
+            if message.get("role") != "user":
+                continue
+            mid = f"mem-{len(memories) + 1}"
+            memories[mid] = {
+                "id": mid,
+                "memory": message["content"],
+                "user_id": user,
+                "hash": f"h{len(memories) + 1}",
+                "metadata": body.get("metadata"),
+                "created_at": "2026-12-01T00:00:00Z",
+                "updated_at": "2026-12-01T00:00:00Z",
+            }
+            results.append({"id": mid, "event": "ADD", "memory": message["content"]})
+        return JSONResponse({"results": results})
+
+    async def mem0_search(request: Request) -> JSONResponse:
+        body = await request.json()
+        user = (body.get("filters") or {}).get("user_id")
+        q = embed(body["query"])
+        rows = [
+            {**m, "score": round(cosine(q, embed(m["memory"])), 6)}
+            for m in memories.values()
+            if m["user_id"] == user
+        ]
+        rows.sort(key=lambda r: -r["score"])
+        return JSONResponse({"results": rows[: body.get("top_k", 10)]})
+
+    async def mem0_list(request: Request) -> JSONResponse:
+        body = await request.json()
+        user = (body.get("filters") or {}).get("user_id")
+        rows = [m for m in memories.values() if m["user_id"] == user]
+        return JSONResponse({"count": len(rows), "next": None, "previous": None, "results": rows})
+
+    async def mem0_delete(request: Request) -> JSONResponse:
+        memories.pop(request.path_params["mid"], None)
+        return JSONResponse({"message": "Memory deleted successfully!"})
+
     return Starlette(
         routes=[
+            Route("/v1/ping/", mem0_ping, methods=["GET"]),
+            Route("/v3/memories/add/", mem0_add, methods=["POST"]),
+            Route("/v3/memories/search/", mem0_search, methods=["POST"]),
+            Route("/v3/memories/", mem0_list, methods=["POST"]),
+            Route("/v1/memories/{mid}/", mem0_delete, methods=["DELETE"]),
             Route("/", root, methods=["GET", "HEAD"]),
             Route("/collections/{name}/exists", qdrant_exists, methods=["GET"]),
             Route("/collections/{name}/points/{op:path}", qdrant_points, methods=["POST"]),
@@ -584,10 +647,37 @@ def agent_case(case: Case, capture: genlib.Tcpdump) -> dict[str, Any]:
     }
 
 
+def mem0_case(case: Case, capture: genlib.Tcpdump) -> dict[str, Any]:
+    os.environ["MEM0_TELEMETRY"] = "False"  # the client reports usage to PostHog otherwise
+    from mem0 import MemoryClient  # type: ignore[import-not-found, unused-ignore]
+
+    capture.start()
+    client = MemoryClient(api_key="m0-example-not-a-real-key", host=f"http://127.0.0.1:{case.port}")
+    added = client.add(
+        [
+            {"role": "user", "content": "I drink matcha every morning"},
+            {"role": "assistant", "content": "Noted."},
+            {"role": "user", "content": "I dislike black tea"},
+        ],
+        user_id="alex",
+    )
+    found = client.search("what tea does alex like", filters={"user_id": "alex"}, top_k=2)
+    listed = client.get_all(filters={"user_id": "alex"})
+    deleted = client.delete(added["results"][1]["id"])
+    return {
+        "add": added,
+        "search": found,
+        "get_all": listed,
+        "delete": deleted,
+        "deleted_id": added["results"][1]["id"],
+    }
+
+
 CLIENTS = {
     "retrieval_chroma": chroma_case,
     "retrieval_stub_clients": stub_clients_case,
     "retrieval_agent_chroma": agent_case,
+    "retrieval_mem0": mem0_case,
 }
 
 

@@ -5,6 +5,7 @@ results in truth.json:
 - ``retrieval_chroma``: the real Chroma server and ``chromadb.HttpClient``;
 - ``retrieval_stub_clients``: the official clients of Qdrant, Pinecone, Cohere, Tavily and
   Elasticsearch against a stub that speaks their REST schema (a stub server, real clients);
+- ``retrieval_mem0``: ``mem0ai``'s ``MemoryClient`` against a stub of mem0's REST API;
 - ``retrieval_agent_chroma``: the agent run, in tests/trace/test_retrieval_tools.py.
 """
 

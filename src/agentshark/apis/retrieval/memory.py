@@ -106,9 +106,15 @@ class Mem0:
             (isinstance(req.get("messages"), list | str) and _scope(req) is not None)
             or (isinstance(req.get("query"), str) and _scope(req) is not None)
         )
-        queued = isinstance(view.response_json, dict) and "event_id" in view.response_json
+        listed = isinstance(req, dict) and isinstance(req.get("filters"), dict)  # v3 get_all
+        queued = _queued(view.response_json) is not None
+        if listed and not asked and on_path and answered:
+            return 0.8
         if method in ("GET", "DELETE") and on_path and answered:
             return 0.8
+        if method == "DELETE" and _record_id(view.path) is not None:
+            body = view.response_json  # mem0's {"message": "Memory deleted successfully!"}
+            return 0.6 if isinstance(body, dict) and isinstance(body.get("message"), str) else 0.0
         if not asked:
             return 0.0
         if answered or queued or (on_path and rows == []):
@@ -121,36 +127,45 @@ class Mem0:
         if method == "GET":
             req = {k: v[0] for k, v in parse_qs(view.query).items()}
         search = isinstance(req.get("query"), str)
+        writes = (method == "POST" and "messages" in req) or method == "PUT"
         operation = (
-            "memory.delete"
-            if method == "DELETE"
-            else "memory.read"
-            if method == "GET" or search
-            else "memory.write"
+            "memory.delete" if method == "DELETE" else "memory.write" if writes else "memory.read"
         )
         info: dict[str, Json] = {
             "namespace": _scope(req),
             "queries": [query(req["query"])] if search else [],
             "top_k": int_or_none(req.get("top_k", req.get("limit"))),
             "filter": req.get("filters") if isinstance(req.get("filters"), dict) else None,
-            "record": _segment_after(view.path, "memories"),
+            "record": _record_id(view.path),
         }
         if operation == "memory.write" and isinstance(req.get("messages"), list):
             info["messages"] = len(req["messages"])
         body = view.response_json
         rows = _rows(body)
+        queued = _queued(body)
         docs = None
-        if rows is not None:
+        if queued is not None:  # async mode: the records are written later
+            docs = []
+            info.update(queued)
+        elif rows is not None:
             docs = [_mem0_record(n, r) for n, r in enumerate(rows)]
-        elif isinstance(body, dict) and (
-            "event_id" in body or "memory" in body or "message" in body
-        ):
+        elif isinstance(body, dict) and ("memory" in body or "message" in body):
             docs = [] if "memory" not in body else [_mem0_record(0, body)]
-            if isinstance(body.get("status"), str):
-                info["status"] = body["status"]
-            if isinstance(body.get("event_id"), str):
-                info["event_id"] = body["event_id"]
         _finish(view, call, "mem0", operation, info, docs)
+
+
+def _record_id(path: str) -> str | None:
+    """The record a path names (``/v1/memories/{id}/``), not an operation's segment."""
+    found = _segment_after(path, "memories")
+    return None if found in (None, "add", "search", "history") else found
+
+
+def _queued(body: Json) -> dict[str, Json] | None:
+    """A write mem0 queued (``async_mode``): ``{status, event_id}``, alone or in a list."""
+    item = body[0] if isinstance(body, list) and len(body) == 1 else body
+    if not isinstance(item, dict) or not isinstance(item.get("event_id"), str):
+        return None
+    return {k: item[k] for k in ("status", "event_id") if isinstance(item.get(k), str)}
 
 
 def _mem0_record(n: int, row: dict[str, Json]) -> GenericPart:
