@@ -375,7 +375,10 @@ def test_unknown_api_lists_the_known_ones(capsys: pytest.CaptureFixture[str]) ->
     assert line.startswith("agentshark: --api gpt: no such API family; known: a2a, ")
     for name in ("openai.chat", "anthropic.messages", "mcp", "gemini.generate_content"):
         assert name in line
-    assert "(or a first part: anthropic, bedrock, cohere, gemini, ollama, openai, xai)" in line
+    parts = line.partition("(or a first part: ")[2].rstrip(")").split(", ")
+    assert {"anthropic", "bedrock", "cohere", "gemini", "ollama", "openai", "xai"} <= set(parts)
+    assert {"chroma", "qdrant", "tavily", "mem0"} <= set(parts)  # the retrieval services'
+    assert parts == sorted(parts)
     for good in ("openai", "openai.chat", "gemini", "bedrock.converse"):
         assert main(["calls", str(EXAMPLE), "--api", good, "--no-progress"]) == 0
         capsys.readouterr()

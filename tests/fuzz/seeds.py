@@ -293,6 +293,7 @@ def build() -> dict[str, int]:
     _kafka(add)
     _grpc_calls(add)
     _graphql(add)
+    _retrieval(add)
     return {t: save(t, s) for t, s in sorted(seeds.items())}
 
 
@@ -365,6 +366,128 @@ def _graphql(add: Any) -> None:
         seed = exchange_seed(ex) if call is not None and call.api == "graphql" else None
         if seed is not None:
             add("api_graphql", seed)
+
+
+# Retrieval services without a capture: (method, path, request, response), shaped as their API
+# references show them (tests/apis/retrieval/test_readers.py reads the same shapes).
+RETRIEVAL_SHAPES: tuple[tuple[str, str, Any, Any], ...] = (
+    (
+        "POST",
+        "/v2/vectordb/entities/search",
+        {"collectionName": "b", "data": [[0.1, 0.2]], "limit": 2, "filter": "x > 1"},
+        {"code": 0, "data": [{"id": 1, "distance": 0.2, "title": "A"}], "topks": [1]},
+    ),
+    (
+        "POST",
+        "/v1/graphql",
+        {
+            "query": '{ Get { Article(nearText: {concepts: ["tea"]}, limit: 2) '
+            "{ title _additional { id distance } } } }"
+        },
+        {
+            "data": {
+                "Get": {"Article": [{"title": "T", "_additional": {"id": "u1", "distance": 0.1}}]}
+            }
+        },
+    ),
+    (
+        "POST",
+        "/search",
+        {"q": "tea", "num": 3},
+        {
+            "searchParameters": {"q": "tea"},
+            "organic": [{"title": "T", "link": "https://t", "position": 1}],
+        },
+    ),
+    (
+        "POST",
+        "/search",
+        {"query": "tea", "numResults": 1},
+        {"requestId": "r", "results": [{"id": "https://t", "url": "https://t", "score": 0.3}]},
+    ),
+    (
+        "GET",
+        "/res/v1/web/search?q=tea&count=2",
+        None,
+        {
+            "type": "search",
+            "query": {"original": "tea"},
+            "web": {"results": [{"url": "https://t"}]},
+        },
+    ),
+    (
+        "POST",
+        "/v1/memories/",
+        {"messages": [{"role": "user", "content": "hi"}], "user_id": "u"},
+        [{"id": "m1", "event": "ADD", "data": {"memory": "Says hi"}}],
+    ),
+    (
+        "POST",
+        "/v2/memories/search/",
+        {"query": "hi", "filters": {"user_id": "u"}},
+        {"results": [{"id": "m1", "memory": "Says hi", "hash": "h", "score": 0.5}]},
+    ),
+    (
+        "POST",
+        "/api/v2/graph/search",
+        {"query": "tea", "user_id": "u", "scope": "edges"},
+        {"edges": [{"uuid": "e1", "fact": "u likes tea"}]},
+    ),
+    (
+        "GET",
+        "/v1/agents/a1/archival-memory?search=tea",
+        None,
+        [{"id": "p1", "text": "likes tea", "agent_id": "a1", "embedding_config": {}}],
+    ),
+    (
+        "POST",
+        "/v1/rerank",
+        {"query": "q", "documents": ["a", {"text": "b"}], "top_k": 1},
+        {
+            "object": "list",
+            "data": [{"index": 1, "relevance_score": 0.5}],
+            "usage": {"total_tokens": 3},
+        },
+    ),
+)
+
+
+_RETRIEVAL_APIS = {  # the fuzz target of each shape's path
+    "/v2/vectordb/entities/search": "api_retrieval",
+    "/v1/graphql": "api_retrieval",
+    "/v1/rerank": "api_retrieval",
+    "/search": "api_search_memory",
+    "/res/v1/web/search": "api_search_memory",
+    "/v1/memories/": "api_search_memory",
+    "/v2/memories/search/": "api_search_memory",
+    "/api/v2/graph/search": "api_search_memory",
+    "/v1/agents/a1/archival-memory": "api_search_memory",
+}
+
+
+def _retrieval(add: Any) -> None:
+    """The retrieval calls of the project's captures (scripts/make_retrieval_captures.py), and
+    the services that have none in :data:`RETRIEVAL_SHAPES`."""
+    names = ("retrieval_chroma", "retrieval_stub_clients", "retrieval_agent_chroma")
+    taken: set[str] = set()
+    for ex, call in exchanges_and_calls([OWN / n / "capture.pcap" for n in names]):
+        seed = exchange_seed(ex) if call is not None and "retrieval" in call.extras else None
+        if seed is not None and call.api not in taken:
+            taken.add(call.api)  # one per service: the shapes below need room too
+            add("api_retrieval" if call.api == "cohere.rerank" else api_target(call.api), seed)
+    for method, path, request, response in RETRIEVAL_SHAPES:
+        api = _RETRIEVAL_APIS[path.split("?")[0]]
+        meta = {
+            "method": method,
+            "url": f"http://127.0.0.1:8000{path}",
+            "target": path,
+            "status": 200,
+            "transport": "http/1.1",
+            "request_headers": [["content-type", "application/json"]],
+            "response_headers": [["content-type", "application/json"]],
+        }
+        body = orjson.dumps(request) if request is not None else b""
+        add(api, [orjson.dumps(meta), body, orjson.dumps(response)])
 
 
 def _sessions(add: Any) -> None:
@@ -519,7 +642,7 @@ def _bodies(add: Any) -> None:
         if call is not None:
             seed = exchange_seed(ex)
             if seed is not None:
-                add(api_target(call.api), seed)
+                add("api_retrieval" if call.api == "cohere.rerank" else api_target(call.api), seed)
     framing_target = {
         "sse": "sse",
         "ndjson": "ndjson",
@@ -604,7 +727,7 @@ def _dialects(add: Any) -> None:
     for ex, call in exchanges_and_calls([CORPUS / f for f in DIALECT_FILES]):
         seed = exchange_seed(ex) if call is not None else None
         if seed is not None:
-            add(api_target(call.api), seed)
+            add("api_retrieval" if call.api == "cohere.rerank" else api_target(call.api), seed)
     for path in sorted((ROOT / "tests" / "data" / "apis" / "ollama").glob("*.request.json")):
         name = path.name.removesuffix(".request.json")
         ndjson = path.with_name(f"{name}.response.ndjson")

@@ -732,7 +732,17 @@ API_TARGETS = {
     "api_grpc": "gRPC-bound families read with the bundled descriptors: a2a (gRPC binding, "
     "1.0 and 0.3), xai.chat",
     "api_graphql": "graphql (POST JSON, GET, application/graphql, batches, persisted queries)",
+    "api_retrieval": "vector stores (chroma, qdrant, pinecone, milvus, elasticsearch, "
+    "opensearch, weaviate) and rerankers (cohere, jina, voyage)",
+    "api_search_memory": "web search (tavily, brave, serper, exa) and memory services (mem0, "
+    "zep, letta)",
 }
+# the first dotted part of the retrieval services' api names (agentshark.apis.retrieval)
+VECTOR_SERVICES = frozenset(
+    {"chroma", "qdrant", "pinecone", "milvus", "elasticsearch", "opensearch", "weaviate"}
+    | {"rerank", "jina", "voyage"}
+)
+SEARCH_MEMORY_SERVICES = frozenset({"tavily", "brave", "serper", "exa", "mem0", "zep", "letta"})
 GRPC_TOKENS = (  # length prefixes, and xai_api / lf.a2a.v1 field keys
     b"\x00\x00\x00\x00",
     b"\x01\x00\x00\x00\x05",
@@ -756,6 +766,10 @@ def api_target(api: str, *, grpc: bool = False) -> str:
         return "api_bedrock"
     if api.startswith("gemini."):
         return "api_gemini"
+    if api.partition(".")[0] in VECTOR_SERVICES:
+        return "api_retrieval"
+    if api.partition(".")[0] in SEARCH_MEMORY_SERVICES:
+        return "api_search_memory"
     if api.startswith(("ollama.", "cohere.")):
         return "api_" + api.partition(".")[0]
     return "api_anthropic_endpoints" if api.startswith("anthropic.") else "api_openai_endpoints"

@@ -51,6 +51,7 @@ from agentshark.apis.ollama import chat as ollama
 from agentshark.apis.openai import chat as openai_chat
 from agentshark.apis.openai import realtime
 from agentshark.apis.openai import responses as openai_responses
+from agentshark.apis.retrieval import memory, rerank, search, vectors, weaviate, web
 from agentshark.apis.view import ExchangeView
 from agentshark.apis.xai import chat as xai_chat
 from agentshark.errors import Diagnostic
@@ -86,6 +87,12 @@ FAMILIES: tuple[ApiFamily, ...] = (
     *cohere.FAMILIES,
     *xai_chat.FAMILIES,
     *graphql.FAMILIES,
+    *vectors.FAMILIES,  # retrieval services by role (agentshark.apis.retrieval)
+    *search.FAMILIES,
+    *weaviate.FAMILIES,
+    *rerank.FAMILIES,
+    *web.FAMILIES,
+    *memory.FAMILIES,
 )
 
 
@@ -101,7 +108,8 @@ SESSION_APIS = (realtime.API, live.API)
 
 def known_apis() -> list[str]:
     """The ``api`` names calls can have (parsed families), then the recognized unparsed ones."""
-    parsed = sorted({f.api for f in families() if f.api} | set(SESSION_APIS))
+    named = {n for f in families() for n in (f.api, *getattr(f, "apis", ())) if n}
+    parsed = sorted(named | set(SESSION_APIS))  # ``apis``: the names a family gives by shape
     return parsed + [n for n in dict.fromkeys(u.api for u in UNPARSED) if n not in parsed]
 
 

@@ -132,6 +132,10 @@ class CallsTextWriter:
                     bits.append(f"{part.name}({self._redact(args or '')[:40]})")
                 elif isinstance(part, TextPart) and part.content.strip():
                     bits.append(repr(self._redact(part.content.strip()[:_MARGIN])[:80]))
+                elif isinstance(part, GenericPart) and part.type == "document":
+                    docs = [p for p in message.parts if isinstance(p, GenericPart)]
+                    bits.append(_documents(docs))
+                    break  # a retrieval result: one summary for its documents
                 elif isinstance(part, GenericPart):
                     bits.append(f"[{part.type}]")
         return " ".join(bits) or "-"
@@ -195,3 +199,14 @@ def _is_error(part: Part) -> bool:
 
 def _n(value: int | None) -> str:
     return "?" if value is None else str(value)
+
+
+def _documents(parts: list[GenericPart]) -> str:
+    """A retrieval result: ``3 docs: d4 0.21, d1 0.32, …`` (the first ids and scores)."""
+    shown = []
+    for part in parts[:3]:
+        doc_id, score = part.fields.get("id"), part.fields.get("score")
+        score_text = f" {score:.3g}" if isinstance(score, int | float) else ""
+        shown.append(f"{str(doc_id)[:24]}{score_text}")
+    more = ", …" if len(parts) > 3 else ""
+    return f"{len(parts)} doc{'s' if len(parts) != 1 else ''}: {', '.join(shown)}{more}"

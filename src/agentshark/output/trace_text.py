@@ -173,7 +173,9 @@ class TraceTextWriter:
                 bits.append(("→ " + self._preview(a["result"]), None))
         bits.append(_partial(a.get("graphql")))
         if span.execution is not None:
-            bits.append((f"[ran as {span.execution}]", "dim"))
+            work = [w["call_id"] for w in a.get("work") or [] if isinstance(w, dict)]
+            with_work = f", with {', '.join(work)}" if work else ""  # an embedding, a rerank
+            bits.append((f"[ran as {span.execution}{with_work}]", "dim"))
         elif span.inferred:
             bits.append(("[execution not seen]", "incomplete"))
         if span.tool_call_id is not None:

@@ -29,7 +29,10 @@ which: :func:`_results_by_position`); ``execution`` the observed call
 that ran it, with ``attributes["execution_evidence"]`` and ``["confidence"]`` (1.0 when the
 name and arguments are equal, 0.8 when the MCP tool name is a suffix of the model's, 0.6 for
 an HTTP request holding every argument value; a GraphQL call by its variables:
-:func:`agentshark.trace.tool_match.graphql_match`); ``inferred`` when none was seen (then the
+:func:`agentshark.trace.tool_match.graphql_match`; a retrieval, memory or embeddings call
+by its query: :func:`agentshark.trace.retrieval.tool_work`, the first retrieval call the
+execution when nothing else ran the tool, every such call joined and listed in the tool
+span's ``attributes["work"]``); ``inferred`` when none was seen (then the
 span lasts from the model's answer to the next request). An MCP ``tools/call``, A2A message or
 GraphQL call that no model tool call asked for is a tool span of its own (``tool_call_id``
 None).
@@ -38,7 +41,7 @@ None).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from urllib.parse import unquote_plus, urlsplit
 
 import orjson
@@ -57,6 +60,7 @@ from agentshark.apis.model import (
 from agentshark.trace.context import TraceParent, parse_traceparent
 from agentshark.trace.history import HistoryLink, is_model_call
 from agentshark.trace.model import Trace
+from agentshark.trace.retrieval import execution_of, is_work, tool_work
 from agentshark.trace.spans import (
     HttpRequest,
     ToolUse,
@@ -272,6 +276,7 @@ def _tool_spans(
                 if isinstance(part, ToolCallResponsePart) and part.id is not None:
                     results.setdefault(part.id, []).append((call, part.response))
     executors = [c for c in calls if _is_execution(c)]
+    workers = [c for c in calls if is_work(c)]
     unnamed = _results_by_position(model_calls, links)
     used: set[str] = set()
     out: list[ToolUse] = []
@@ -286,14 +291,20 @@ def _tool_spans(
             start = call.timing.ended or call.timing.started
             end = result_in.timing.started if result_in is not None else None
             found = _execution(part, start, end, executors, http, used, model_hosts)
+            work = tool_work(part, _window(start, end), workers, used)
+            if found is None and work:
+                found = execution_of(work)
+                work.remove(found)  # type: ignore[arg-type]
+            tool.work = work
             if found is not None:
                 tool.execution, tool.evidence, tool.confidence = found
-                key = exec_id(found[0])
+            for done, evidence, _ in [*([found] if found else []), *work]:
+                key = exec_id(done)
                 used.add(key)
                 groups.join(
                     call.id,
                     key,
-                    {"origin": "tool_call", "calls": [call.id, key], "detail": found[1]},
+                    {"origin": "tool_call", "calls": [call.id, key], "detail": evidence},
                 )
             if result_in is not None:
                 groups.join(
@@ -435,6 +446,19 @@ def _after(a: float | None, b: float | None) -> bool:
     return a is None or b is None or a >= b
 
 
+def _window(start: float | None, end: float | None) -> Callable[[float | None], bool]:
+    """Whether a call starting at ``t`` may be a tool call's execution: after the model's
+    answer (``start``), before the result was sent (``end``), else within TOOL_WINDOW."""
+
+    def in_window(t: float | None) -> bool:
+        if t is None or start is None:
+            return t is None and start is None
+        limit = end if end is not None else start + TOOL_WINDOW
+        return start <= t <= limit
+
+    return in_window
+
+
 def _execution(
     part: ToolCallPart,
     start: float | None,
@@ -444,12 +468,7 @@ def _execution(
     used: set[str],
     model_hosts: Collection[str],
 ) -> tuple[Call | HttpRequest, str, float] | None:
-    def in_window(t: float | None) -> bool:
-        if t is None or start is None:
-            return t is None and start is None
-        limit = end if end is not None else start + TOOL_WINDOW
-        return start <= t <= limit
-
+    in_window = _window(start, end)
     for call in executors:
         if call.id in used or not in_window(call.timing.started):
             continue

@@ -7,7 +7,7 @@ import hashlib
 import itertools
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from agentshark.apis.graphql.calls import operations_of
 from agentshark.apis.model import Call, Json, TextPart, ToolCallPart, ToolCallResponsePart
@@ -58,6 +58,8 @@ class ToolUse:
     evidence: str | None
     confidence: float | None
     task_result: Call | None = None  # the tasks/result of a task-augmented execution
+    # retrieval, memory and embeddings calls it caused besides its execution (trace.retrieval)
+    work: list[tuple[Call, str, float]] = field(default_factory=list)
 
 
 def exec_id(x: Call | HttpRequest) -> str:
@@ -245,6 +247,19 @@ def _tool_span(
     elif tool.task_result is not None:
         attributes["result"] = answer_of(tool.task_result)
         attributes["result_from"] = tool.task_result.id
+    if isinstance(ex, Call) and isinstance(ex.extras.get("retrieval"), dict):
+        attributes["retrieval"] = retrieval_summary(ex)
+    if tool.work:
+        attributes["work"] = [
+            {
+                "call_id": c.id,
+                "api": c.api,
+                "operation": c.operation,
+                "evidence": e,
+                "confidence": p,
+            }
+            for c, e, p in tool.work
+        ]
     if tool.evidence is not None:
         attributes["execution_evidence"] = tool.evidence
     if tool.confidence is not None:
@@ -316,6 +331,14 @@ def _graphql_values(ops: list[dict[str, Json]], keys: tuple[str, ...], call: Cal
 
     batch = call.operation == "batch"
     return [one(op) for op in ops] if batch else one(ops[0])
+
+
+def retrieval_summary(call: Call) -> dict[str, Json]:
+    """What a tool span says of the retrieval call that ran it: the service, its role, the
+    data source and how many documents came back."""
+    info = call.extras["retrieval"]
+    keys = ("role", "service", "data_source", "namespace", "top_k", "documents")
+    return {k: info[k] for k in keys if k in info} | {"operation": call.operation}
 
 
 def asked_tool(call: Call) -> ToolCallPart | None:

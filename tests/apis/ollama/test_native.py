@@ -280,7 +280,13 @@ def test_embed_and_models_endpoints() -> None:
         )
     )
     assert (embed.api, embed.operation) == ("ollama.embed", "embeddings")
-    assert embed.extras["embeddings"] == {"inputs": 2, "vectors": 2, "dimensions": 3}
+    assert embed.extras["embeddings"] == {
+        "inputs": 2,
+        "vectors": 2,
+        "dimensions": 3,
+        "texts": ["a", "b"],
+        "vector_heads": [[0.1, 0.2, 0.3], [0.4, 0.5, 0.6]],
+    }
     assert embed.usage is not None and embed.usage.input_tokens == 8 and embed.complete
     tags = parse(
         exchange(

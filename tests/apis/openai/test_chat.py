@@ -1159,7 +1159,13 @@ def test_embeddings() -> None:
     )
     assert call.request_model == call.response_model == "text-embedding-3-small"
     assert call.request_params == {"dimensions": 3}
-    assert call.extras["embeddings"] == {"inputs": 2, "vectors": 2, "dimensions": 3}
+    assert call.extras["embeddings"] == {
+        "inputs": 2,
+        "vectors": 2,
+        "dimensions": 3,
+        "texts": ["a", "b"],  # what a tool call's arguments and a search's vector match
+        "vector_heads": [[0.1, 0.2, 0.3], [0.4, 0.5, 0.6]],
+    }
     assert call.usage is not None and call.usage.input_tokens == 8 and call.complete
     b64 = {**body, "data": [{"object": "embedding", "index": 0, "embedding": "AACAPwAAAEA="}]}
     call = call_of(
@@ -1169,7 +1175,13 @@ def test_embeddings() -> None:
             url="https://api.openai.com/v1/embeddings",
         )
     )
-    assert call.extras["embeddings"] == {"inputs": 1, "vectors": 1, "dimensions": 2}
+    assert call.extras["embeddings"] == {
+        "inputs": 1,
+        "vectors": 1,
+        "dimensions": 2,
+        "texts": ["a"],
+        "vector_heads": [[1.0, 2.0]],  # base64 little-endian float32, read as sent
+    }
 
 
 def test_legacy_completions_json_and_stream() -> None:

@@ -6,8 +6,7 @@ From Cohere's API reference (https://docs.cohere.com/reference/embed, ``/rerank`
 - ``cohere.embed`` (``POST /v1/embed``, ``/v2/embed``): model, input count (``texts``,
   ``images`` or ``inputs``), vector count and dimensions per embedding type
   (``extras["embeddings"]``), usage (``meta.billed_units``), error.
-- ``cohere.rerank`` (``/v1/rerank``, ``/v2/rerank``): the query, the document count and
-  the ranked ``[index, relevance_score]`` results in ``extras["rerank"]``.
+- ``cohere.rerank`` is read with the other rerankers (:mod:`agentshark.apis.retrieval.rerank`).
 - ``cohere.generate``, the legacy v1 completion (``/v1/generate``): the prompt as a user
   message, each ``generations[]`` text an output message with its finish reason; an
   NDJSON stream (``text`` pieces, then ``is_finished: true`` with the whole ``response``).
@@ -26,6 +25,7 @@ from typing import TYPE_CHECKING
 import orjson
 
 from agentshark.apis.cohere.messages import error_of, http_error, usage_of
+from agentshark.apis.documents import embedding_evidence
 from agentshark.apis.model import Call, Json, Message, TextPart
 from agentshark.apis.view import ExchangeView
 from agentshark.framing.events import JsonDocument
@@ -105,6 +105,7 @@ class Embed(_Endpoint):
         for name in ("texts", "images", "inputs"):
             if isinstance(request.get(name), list):
                 summary["inputs"] = len(request[name])
+        texts = request.get("texts")
         body = _finish(view, call)
         vectors = body.get("embeddings")
         by_type = vectors if isinstance(vectors, dict) else {"float": vectors}
@@ -115,31 +116,10 @@ class Embed(_Endpoint):
                     "vectors": len(rows),
                     "dimensions": len(first) if isinstance(first, list) else None,
                 }
+                if kind == "float":
+                    summary.update(embedding_evidence(texts, rows))
         if summary:
             call.extras["embeddings"] = summary
-
-
-class Rerank(_Endpoint):
-    api = "cohere.rerank"
-    paths = ("rerank",)
-    key = "results"
-
-    def parse(self, view: ExchangeView, call: Call) -> None:
-        call.operation = "rerank"
-        request = _request(view, call, ("query", "documents"))
-        summary: dict[str, Json] = {}
-        if isinstance(request.get("query"), str):
-            summary["query"] = request["query"]
-        if isinstance(request.get("documents"), list):
-            summary["documents"] = len(request["documents"])
-        body = _finish(view, call)
-        results = body.get("results")
-        if isinstance(results, list):
-            summary["results"] = [
-                [r.get("index"), r.get("relevance_score")] for r in results if isinstance(r, dict)
-            ]
-        if summary:
-            call.extras["rerank"] = summary
 
 
 class Tokenize(_Endpoint):
@@ -219,7 +199,6 @@ def _generate_stream(view: ExchangeView, call: Call) -> dict[str, Json]:
 
 
 EMBED = Embed()
-RERANK = Rerank()
 TOKENIZE = Tokenize()
 GENERATE = Generate()
-ENDPOINT_FAMILIES: tuple[ApiFamily, ...] = (EMBED, RERANK, TOKENIZE, GENERATE)
+ENDPOINT_FAMILIES: tuple[ApiFamily, ...] = (EMBED, TOKENIZE, GENERATE)

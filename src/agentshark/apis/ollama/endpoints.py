@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 import orjson
 
+from agentshark.apis.documents import embedding_evidence
 from agentshark.apis.model import Call, Json
 from agentshark.apis.ollama.messages import durations_of, error_of, http_error, usage_of
 from agentshark.apis.view import ExchangeView
@@ -95,6 +96,7 @@ class Embed:
         call.operation = "embeddings"
         request = view.request_json
         summary: dict[str, Json] = {}
+        inputs: Json = None
         if isinstance(request, dict):
             model = request.get("model")
             call.request_model = model if isinstance(model, str) else None
@@ -117,6 +119,8 @@ class Embed:
         elif isinstance(body.get("embedding"), list):
             summary["vectors"] = 1
             summary["dimensions"] = len(body["embedding"])
+            vectors = [body["embedding"]]
+        summary.update(embedding_evidence(inputs, vectors if isinstance(vectors, list) else []))
         if summary:
             call.extras["embeddings"] = summary
         call.usage = usage_of(body)

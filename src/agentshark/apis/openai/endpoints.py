@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from agentshark.apis.documents import embedding_evidence
 from agentshark.apis.model import Call, Json
 from agentshark.apis.openai.common import (
     app_ids,
@@ -118,6 +119,10 @@ class Embeddings:
             elif isinstance(first, str):  # encoding_format "base64": float32 values
                 size = len(first) * 3 // 4 - first[-2:].count("=")
                 summary["dimensions"] = size // 4
+            vectors = [d.get("embedding") for d in data if isinstance(d, dict)]
+            summary.update(embedding_evidence(inputs, vectors))
+        elif inputs is not None:
+            summary.update(embedding_evidence(inputs, []))
         if summary:
             call.extras["embeddings"] = summary
 

@@ -130,6 +130,15 @@ GRAPHQL_ERRORS: Final = "agentshark.graphql.errors"  # the errors, as JSON (not 
 GRAPHQL_PARTIAL: Final = "agentshark.graphql.partial"  # data and errors both (not semconv)
 GRAPHQL_BATCH: Final = "agentshark.graphql.batch_size"  # operations in a batch (not semconv)
 
+# -- retrieval services (gen-ai-spans.md: retrieval; the rest agentshark's own, not semconv) ----
+DATA_SOURCE: Final = "gen_ai.data_source.id"
+REQUEST_TOP_K: Final = "gen_ai.request.top_k"
+RETRIEVAL_ROLE: Final = "agentshark.retrieval.role"  # vector_store, reranker, web_search, memory
+RETRIEVAL_SERVICE: Final = "agentshark.retrieval.service"  # chroma, qdrant, cohere, mem0...
+RETRIEVAL_NAMESPACE: Final = "agentshark.retrieval.namespace"  # JSON
+RETRIEVAL_FILTER: Final = "agentshark.retrieval.filter"  # JSON
+RETRIEVAL_QUERIES: Final = "agentshark.retrieval.queries"  # JSON: text or vector size
+RETRIEVAL_DOCUMENTS: Final = "agentshark.retrieval.documents"  # JSON: the document parts
 # -- HTTP executions ----------------------------------------------------------------------------
 HTTP_METHOD: Final = "http.request.method"
 HTTP_STATUS: Final = "http.response.status_code"
@@ -159,6 +168,13 @@ OI_TOOL: Final = "TOOL"
 OI_AGENT: Final = "AGENT"
 OI_CHAIN: Final = "CHAIN"
 OI_EMBEDDING: Final = "EMBEDDING"
+OI_RETRIEVER: Final = "RETRIEVER"
+OI_RERANKER: Final = "RERANKER"
+OI_RETRIEVAL_DOCUMENTS: Final = "retrieval.documents"  # .N.document.{id,score,content,metadata}
+OI_RERANKER_QUERY: Final = "reranker.query"
+OI_RERANKER_MODEL: Final = "reranker.model_name"
+OI_RERANKER_TOP_K: Final = "reranker.top_k"
+OI_RERANKER_OUTPUT: Final = "reranker.output_documents"  # .N.document.{id,score,content}
 OI_MODEL: Final = "llm.model_name"
 OI_SYSTEM: Final = "llm.system"
 OI_PROVIDER: Final = "llm.provider"

@@ -2,8 +2,9 @@
 
 For viewers that know only OpenInference (``Arize-ai/openinference``
 ``spec/semantic_conventions.md``, ``llm_spans.md``, ``tool_calling.md``): the span kind
-(``openinference.span.kind``: LLM, EMBEDDING, TOOL, AGENT, CHAIN), the model, provider and
-token counts, the messages flattened with zero-based indexes
+(``openinference.span.kind``: LLM, EMBEDDING, RETRIEVER, RERANKER, TOOL, AGENT, CHAIN; a
+retriever's ``retrieval.documents.N.document.*``, a reranker's ``reranker.*``), the model,
+provider and token counts, the messages flattened with zero-based indexes
 (``llm.input_messages.N.message.role``, ``….message.content``,
 ``….message.tool_calls.M.tool_call.function.arguments`` as a JSON string, a tool result as a
 ``tool`` message with ``message.tool_call_id``), ``input.value``/``output.value``, the tool's
@@ -48,6 +49,16 @@ def add_openinference(span: OtlpSpan) -> OtlpSpan:
     elif op == "embeddings":
         attrs[n.OI_KIND] = n.OI_EMBEDDING
         _llm(attrs)
+    elif op in ("retrieval", "memory.read"):
+        attrs[n.OI_KIND] = n.OI_RETRIEVER
+        _documents(attrs, n.OI_RETRIEVAL_DOCUMENTS)
+    elif op == "rerank":
+        attrs[n.OI_KIND] = n.OI_RERANKER
+        _documents(attrs, n.OI_RERANKER_OUTPUT)
+        if n.REQUEST_MODEL in attrs:
+            attrs[n.OI_RERANKER_MODEL] = attrs[n.REQUEST_MODEL]
+        if n.REQUEST_TOP_K in attrs:
+            attrs[n.OI_RERANKER_TOP_K] = attrs[n.REQUEST_TOP_K]
     elif op == "execute_tool":
         attrs[n.OI_KIND] = n.OI_TOOL
         _tool(attrs)
@@ -97,6 +108,28 @@ def _llm(attrs: dict[str, Json]) -> None:
         attrs[n.OI_OUTPUT_MIME] = n.JSON_MIME
     for i, tool in enumerate(_loads(attrs.get(n.TOOL_DEFINITIONS)) or []):
         attrs[f"{n.OI_TOOLS}.{i}.{n.OI_TOOL_SCHEMA}"] = dumps(tool)
+
+
+def _documents(attrs: dict[str, Json], prefix: str) -> None:
+    """A retrieval span's documents, ``{prefix}.N.document.{id,score,content,metadata}``, and
+    its query text as ``input.value`` (the reranker's also as ``reranker.query``)."""
+    for i, doc in enumerate(_loads(attrs.get(n.RETRIEVAL_DOCUMENTS)) or []):
+        if not isinstance(doc, dict):
+            continue
+        for key in ("id", "score", "content"):
+            value = doc.get(key)
+            if isinstance(value, str | int | float) and not isinstance(value, bool):
+                attrs[f"{prefix}.{i}.document.{key}"] = str(value) if key == "id" else value
+        if doc.get("metadata") is not None:
+            attrs[f"{prefix}.{i}.document.metadata"] = dumps(doc["metadata"])
+    texts = [
+        q.get("text") for q in _loads(attrs.get(n.RETRIEVAL_QUERIES)) or [] if isinstance(q, dict)
+    ]
+    text = "\n".join(t for t in texts if isinstance(t, str))
+    if text:
+        attrs[n.OI_INPUT_VALUE] = text
+        if prefix == n.OI_RERANKER_OUTPUT:
+            attrs[n.OI_RERANKER_QUERY] = text
 
 
 def _is_param(key: str) -> bool:

@@ -20,7 +20,10 @@ derived deterministically otherwise, as :mod:`agentshark.trace.spans` does). Its
   or CLIENT, :mod:`.messaging`;
 - every other call of the trace (MCP ``initialize``, ``tools/list``..., A2A calls, other
   provider API calls): a CLIENT span of its own, ``{mcp.method.name} {target}``,
-  ``{a2a.method.name}`` or ``{operation} {model}``.
+  ``{a2a.method.name}``, ``retrieval {gen_ai.data_source.id}`` (:mod:`.retrieval`) or
+  ``{operation} {model}`` (``embeddings {model}``); the retrieval and embeddings calls a tool
+  call caused (its execution when that is one, and its ``work``) are CLIENT spans under its
+  ``execute_tool`` span, which stays INTERNAL.
 
 Joins that are evidence but not parenthood are links: a model call continuing an earlier one
 (history, previous_response_id...) links the earlier call's span; a trace that only shares a
@@ -39,6 +42,7 @@ from typing import Any
 
 from agentshark.output.otlp import attributes as a
 from agentshark.output.otlp import names as n
+from agentshark.output.otlp import retrieval as r
 from agentshark.output.otlp.messaging import messaging_span
 from agentshark.trace.context import TraceParent, parse_traceparent
 from agentshark.trace.model import Span, Trace
@@ -119,6 +123,11 @@ def _trace_spans(
             yield messaging_span(span, partial(_span, trace.trace_id, span), _message_link)
         else:
             yield _tool(trace, span, index)
+            for cid in _work(span, index):  # retrieval, embeddings: the tool's child spans
+                covered.add(cid)
+                span_id = hex_id(f"otlp {trace.trace_id} {cid}", 16)
+                used.add(span_id)
+                yield _other(trace.trace_id, span_id, span.span_id, index.calls[cid], index)
     for cid in trace.calls:
         call = index.calls.get(cid)
         if call is None or cid in covered:
@@ -253,7 +262,9 @@ def _execution(
     ``attrs``; the span's kind, status description and name when it is the call's own."""
     kind, message, title = "internal", None, None
     execution = index.calls.get(span.execution or "")
-    if execution is not None:
+    if execution is not None and span.execution in _work(span, index):
+        attrs[n.EXCHANGE_ID] = execution["exchange_id"]  # its own CLIENT span is the child
+    elif execution is not None:
         attrs.update(a.common(execution))
         if execution["api"] == "mcp":
             transport = index.transports.get(execution["exchange_id"])
@@ -350,6 +361,25 @@ def _part(
     return dict(named[0]) if len(named) == 1 else None
 
 
+def _work(span: Span, index: CallIndex) -> list[str]:
+    """The calls a tool span caused that are spans of their own under it: its execution
+    when that is a retrieval or embeddings call, and the others of ``attributes["work"]``."""
+    out = []
+    execution = index.calls.get(span.execution or "")
+    if execution is not None and (
+        r.is_retrieval(execution) or execution.get("operation") in _EMBEDDINGS
+    ):
+        out.append(execution["id"])
+    for item in span.attributes.get("work") or []:
+        cid = item.get("call_id") if isinstance(item, dict) else None
+        if isinstance(cid, str) and cid in index.calls and cid not in out:
+            out.append(cid)
+    return sorted(out, key=lambda c: (index.calls[c].get("timing") or {}).get("started") or 0.0)
+
+
+_EMBEDDINGS = ("embeddings", "embeddings.batch")
+
+
 def _wire_span_id(call: dict[str, Json], used: set[str]) -> str | None:
     """The parent-id of the call's own ``traceparent`` when no other span has it."""
     value = (call.get("ids") or {}).get("traceparent")
@@ -376,6 +406,9 @@ def _other(
     elif call["api"] == "a2a":
         attrs.update(a.a2a_call(call))
         name = op
+    elif r.is_retrieval(call):
+        attrs.update(r.retrieval_call(call))
+        name = r.span_name(call)
     else:
         attrs.update(a.model_call(call))
         model = call.get("response_model") or call.get("request_model")
