@@ -13,7 +13,8 @@ packets given to ``decode`` are the segments returned plus ``sum(counts.values()
 datagrams a ``udp`` consumer took (``datagrams``): nothing is dropped without a trace. A UDP
 datagram (RFC 768) goes to the ``udp`` callable when one is given (the QUIC stage); it is counted
 under ``"udp"`` when the callable says it is not its own, as it is without one. Problems also
-become Diagnostics, at most ``MAX_DIAGNOSTICS`` per code with their packet number, then one summary per code at ``close()``.
+become Diagnostics, at most ``MAX_DIAGNOSTICS`` per code with their packet number, then one
+summary per code at ``close()``.
 
 This runs once per packet, so ``decode`` starts with an inlined fast path for the usual case
 (Ethernet, IPv4 or IPv6, TCP, not fragmented, all captured): one ``struct.unpack_from`` over
