@@ -93,6 +93,7 @@ class QuicConnection:
         self._done: set[tuple[int, int]] = set()
         self._seen: dict[str, int] = {}
         self._scid_seen = [False, False]
+        self._hello_taken = False  # the ClientHello of the current attempt was read
 
     # -- datagrams ------------------------------------------------------------------------
 
@@ -188,6 +189,10 @@ class QuicConnection:
             return
         self.retries += 1
         self.keys.retry(hdr.scid)
+        # the client starts its handshake again (a new ClientHello from offset 0)
+        self._crypto[INITIAL][0] = Reassembly()
+        self._readers[INITIAL][0] = HandshakeReader()
+        self._hello_taken = False
         self.cid_len[0] = len(hdr.scid)
         self.new_cids.append((hdr.scid, 0))
 
@@ -399,7 +404,8 @@ class QuicConnection:
 
     def _handshake_message(self, msg_type: int, body: bytes) -> None:
         info = self.info
-        if msg_type == CLIENT_HELLO and self.keys.client_random is None:
+        if msg_type == CLIENT_HELLO and not self._hello_taken:
+            self._hello_taken = True
             hello = parse_client_hello(body)
             self.keys.client_random = hello.random
             info.client_random = hello.random.hex()
