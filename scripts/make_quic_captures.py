@@ -38,7 +38,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aioquic.asyncio import QuicConnectionProtocol, connect, serve
+from aioquic.asyncio.client import connect
+from aioquic.asyncio.protocol import QuicConnectionProtocol
+from aioquic.asyncio.server import serve
 from aioquic.h3.connection import H3_ALPN, H3Connection
 from aioquic.h3.events import DataReceived, H3Event, HeadersReceived
 from aioquic.quic.configuration import QuicConfiguration
@@ -171,6 +173,11 @@ class Server(QuicConnectionProtocol):
             self._requests[ev.stream_id][1].extend(ev.data)
             if ev.stream_ended:
                 self._spawn(ev.stream_id)
+
+    def _spawn(self, sid: int) -> None:
+        task = asyncio.ensure_future(self._answer(sid))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     def _send(
         self, sid: int, headers: list[tuple[bytes, bytes]] | None, data: bytes | None, end: bool
