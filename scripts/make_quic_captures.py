@@ -487,7 +487,13 @@ async def _run(case: Case, folder: Path, tmp: Path, port: int, server_port: int)
         await client.wait_closed()
     keylog.close()
     server.close()
-    out = {"case": case.name, "what": case.what, "connection": facts, "requests": results}
+    out = {
+        "made_by": "scripts/make_quic_captures.py",
+        "case": case.name,
+        "what": case.what,
+        "connection": facts,
+        "requests": results,
+    }
     if relay is not None:
         out["relay"] = relay.counts
     return out

@@ -106,7 +106,7 @@ class QpackSide:
         except pylsqpack.StreamBlocked:
             self.blocked.add(sid)
             return None
-        except pylsqpack.DecompressionFailed:
+        except (pylsqpack.DecompressionFailed, ValueError):  # ValueError: a block still held
             return (sid, None, "the header block does not decode (RFC 9204 §4.5)")
         return (sid, _headers(raw), None)
 
@@ -130,6 +130,9 @@ class QpackSide:
             )
             for sid in sorted(self.blocked)
         )
+        if self._decoder is not None:
+            for sid in self.blocked:
+                self._decoder.cancel_stream(sid)  # the block it holds is given up
         self._waiting.clear()
         self.blocked.clear()
         return out
