@@ -65,7 +65,7 @@ def test_corpus_capture_counts_match_tshark(name: str) -> None:
     whose handshake is in the capture. The differences, with their reasons, are listed
     in DIFFERENT; an entry that no longer differs fails too."""
     tshark = TSHARK["captures"][name]
-    exchanges, conns, source = analyze(str(CORPUS / name))
+    exchanges, conns, _ = analyze(str(CORPUS / name))
     want = {
         "tcp_streams": tshark["tcp_streams"],
         "requests": tshark["http_requests"] + tshark["http2_requests"],
