@@ -294,7 +294,29 @@ def build() -> dict[str, int]:
     _grpc_calls(add)
     _graphql(add)
     _retrieval(add)
+    _quic(add)
     return {t: save(t, s) for t, s in sorted(seeds.items())}
+
+
+def _quic(add: Any) -> None:
+    """QUIC datagrams (with their key log) and HTTP/3 stream bytes of the project's own
+    HTTP/3 captures (scripts/make_quic_captures.py)."""
+    from agentshark.quic.events import QuicStreamData
+    from tests.fuzz.quic_targets import datagram_records, stream_records
+    from tests.quic.capture import FILES, read_quic
+
+    for name in ("h3_openai", "h3_v2_chacha_keyupdate"):
+        pcap, keys = FILES[name]
+        assert keys is not None
+        datagrams: list[tuple[int, bytes]] = []
+        for item in packets(pcap):
+            if isinstance(item, Packet) and len(datagrams) < 6:
+                datagrams.append((0 if len(datagrams) % 2 == 0 else 1, item.data[42:]))
+        add("quic", [keys.read_bytes(), datagram_records(datagrams)])
+        _, events = read_quic(pcap, keys)
+        data = [ev for _, ev in events if isinstance(ev, QuicStreamData)]
+        add("h3", [stream_records(data)[:6000]])
+        add("h3", [stream_records(data[len(data) // 2 :])[:6000]])
 
 
 def _wire(add: Any) -> None:

@@ -65,6 +65,7 @@ from agentshark.tls.handshake import (
     parse_server_hello,
 )
 from agentshark.tls.records import RecordReader
+from tests.fuzz.quic_targets import t_h3, t_quic
 
 Parts = list[bytes]
 HTTP_EVENTS = get_args(HttpEvent)
@@ -778,6 +779,8 @@ def api_target(api: str, *, grpc: bool = False) -> str:
 TARGETS: dict[str, Target] = {
     t.name: t
     for t in (
+        Target(name="quic", run=t_quic, parts=2, fixed=frozenset({0}), doc="quic.demux.QuicDemux"),
+        Target(name="h3", run=t_h3, parts=1, doc="http.h3.H3Connection + ExchangeAssembler"),
         Target(name="pcap", run=t_pcap, parts=1, doc="sources.pcap.read_pcap"),
         Target(name="pcapng", run=t_pcapng, parts=1, doc="sources.pcapng.read_pcapng"),
         Target(

@@ -9,9 +9,12 @@ once it is whole.
 
 Every packet that does not become a segment is counted in ``PacketDecoder.counts`` under
 exactly one key (``"udp"``, ``"arp"``, ``"ipv4-fragment-held"``, ``"truncated"``...), so the
-packets given to ``decode`` are the segments returned plus ``sum(counts.values())``: nothing is
-dropped without a trace. Problems also become Diagnostics, at most ``MAX_DIAGNOSTICS`` per code
-with their packet number, then one summary per code at ``close()``.
+packets given to ``decode`` are the segments returned plus ``sum(counts.values())`` plus the UDP
+datagrams a ``udp`` consumer took (``datagrams``): nothing is dropped without a trace. A UDP
+datagram (RFC 768) goes to the ``udp`` callable when one is given (the QUIC stage); it is counted
+under ``"udp"`` when the callable says it is not its own, as it is without one. Problems also
+become Diagnostics, at most ``MAX_DIAGNOSTICS`` per code with their packet number, then one
+summary per code at ``close()``.
 
 This runs once per packet, so ``decode`` starts with an inlined fast path for the usual case
 (Ethernet, IPv4 or IPv6, TCP, not fragmented, all captured): one ``struct.unpack_from`` over
@@ -31,10 +34,10 @@ from agentshark.net.fragments import (
     MAX_FRAGMENT_DATAGRAMS,
     FragmentReassembler,
 )
-from agentshark.net.segment import TcpSegment
+from agentshark.net.segment import TcpSegment, UdpDatagram
 from agentshark.sources.records import Packet
 
-__all__ = ["MAX_DIAGNOSTICS", "PacketDecoder"]
+__all__ = ["MAX_DIAGNOSTICS", "PacketDecoder", "UdpDatagram"]
 
 MAX_DIAGNOSTICS = 20  # detailed diagnostics per code; the rest are counted
 
@@ -52,6 +55,7 @@ _IPV4 = struct.Struct("!BxHHHxB2x4s4s")  # version+IHL, total length, id, frag, 
 _IPV6 = struct.Struct("!IHBx16s16s")  # version+class+flow, payload length, next header, src, dst
 _IPV6_FRAGMENT = struct.Struct("!BxHI")  # next header, offset+flags, identification
 _TCP = struct.Struct("!HHIIBB")  # ports, seq, ack, data offset, flags
+_UDP = struct.Struct("!HHH")  # ports, length
 
 _IPV4_TYPE, _IPV6_TYPE, _ARP_TYPE, _PPPOE_SESSION_TYPE = 0x0800, 0x86DD, 0x0806, 0x8864
 _PPP_PROTOCOLS = {0x0021: _IPV4_TYPE, 0x0057: _IPV6_TYPE}
@@ -95,8 +99,12 @@ class PacketDecoder:
         max_fragment_datagrams: int = MAX_FRAGMENT_DATAGRAMS,
         max_fragment_bytes: int = MAX_FRAGMENT_BYTES,
         fragment_timeout: float = FRAGMENT_TIMEOUT,
+        udp: Callable[[UdpDatagram], bool] | None = None,
     ) -> None:
+        """``udp``: takes each UDP datagram, returns False for one that is not its own."""
         self.source_name = source_name
+        self.datagrams = 0  # UDP datagrams ``udp`` took
+        self._udp = udp
         self.diagnostics: list[Diagnostic] = []
         self.counts: dict[str, int] = {}
         self._seen: dict[str, int] = {}  # diagnostics per code, reported or not
@@ -294,8 +302,9 @@ class PacketDecoder:
                 self._count("ipv6-no-next-header")
                 return None
             else:
-                self._count_transport(next_header)
-                return None
+                return self._transport(
+                    pkt.ts, index, next_header, src, dst, buffer, pos, captured, missing
+                )
             if pos > captured:
                 self._short(index, "an IPv6 extension header", missing > 0)
                 return None
@@ -334,8 +343,38 @@ class PacketDecoder:
     ) -> TcpSegment | None:
         if proto == 6:
             return self._tcp(ts, index, src, dst, buffer, start, captured, missing)
+        if proto == 17 and self._udp is not None:
+            self._datagram(ts, index, src, dst, buffer, start, captured, missing)
+            return None
         self._count_transport(proto)
         return None
+
+    def _datagram(
+        self,
+        ts: float,
+        index: int,
+        src: bytes,
+        dst: bytes,
+        buffer: bytes,
+        start: int,
+        captured: int,
+        missing: int,
+    ) -> None:
+        """RFC 768: an 8-byte header, then the payload up to the UDP length (which counts the
+        header; 0 or too small, as segmentation offload leaves it: the rest of the datagram)."""
+        assert self._udp is not None
+        if captured - start < 8:
+            self._short(index, "the UDP header", missing > 0)
+            return
+        sport, dport, length = _UDP.unpack_from(buffer, start)
+        end = start + length if length >= 8 else captured + missing
+        lost = max(0, end - captured)
+        payload = buffer[start + 8 : min(end, captured)]
+        taken = self._udp(_new(UdpDatagram, (ts, src, sport, dst, dport, payload, lost, index)))
+        if taken:
+            self.datagrams += 1
+        else:
+            self._count("udp")
 
     def _count_transport(self, proto: int) -> None:
         self._count(_TRANSPORT_NAMES.get(proto) or f"ip-proto:{proto}")

@@ -1,4 +1,5 @@
-"""The TCP segment: what ``net.packet`` produces and ``net.tcp`` consumes."""
+"""The TCP segment and the UDP datagram: what ``net.packet`` produces for ``net.tcp`` and
+``quic``."""
 
 from __future__ import annotations
 
@@ -31,3 +32,18 @@ class TcpSegment(NamedTuple):
     payload: bytes
     missing: int
     packet: int  # packet number within its source, for diagnostics
+
+
+class UdpDatagram(NamedTuple):
+    """One UDP datagram (RFC 768), addresses as packed bytes (4 or 16), as ``TcpSegment``.
+
+    ``missing`` counts the payload bytes that were on the wire but not captured."""
+
+    ts: float
+    src: bytes
+    sport: int
+    dst: bytes
+    dport: int
+    payload: bytes
+    missing: int
+    packet: int

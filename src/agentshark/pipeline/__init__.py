@@ -36,6 +36,7 @@ from agentshark.net.events import (
 from agentshark.net.packet import PacketDecoder
 from agentshark.net.tcp import TcpReassembler
 from agentshark.pipeline.connection import ConnectionAnalyzer
+from agentshark.pipeline.quic import QuicSessions
 from agentshark.pipeline.reports import ConnectionReport, SourceReport
 from agentshark.pipeline.stdio import StdioSessions
 from agentshark.pipeline.websocket import WsProgress
@@ -339,7 +340,9 @@ def _packets(
     """The items of one capture's packet records (``reader``: a stream reader, or a live
     feed that may yield :data:`PAUSE`); the report's counters are set at the end."""
     name = report.path
-    decoder = PacketDecoder(source_name=name)
+    quic = QuicSessions(keylog, report.index, name, prefix[:-1] + "q", next_id)
+    quic_ready = quic.ready  # exchanges the QUIC connections finished (HTTP/3)
+    decoder = PacketDecoder(source_name=name, udp=quic.datagram)
     tcp = TcpReassembler(source_name=name, max_buffered=opts.max_buffered, id_prefix=prefix)
     ready: list[_Flow] = []  # what the last record made final, in order
     outbox = ready.append if opts.calls else None  # open WebSocket sessions' progress
@@ -392,6 +395,10 @@ def _packets(
                         dispatch(events, ready)
                     if ready:
                         yield from drain(ready)
+            elif quic_ready:
+                ready.extend(quic_ready)
+                quic_ready.clear()
+                yield from drain(ready)
             if progress is not None and not packets & 0x3FFF:
                 progress(item.offset, total)
         elif isinstance(item, Diagnostic):
@@ -416,11 +423,15 @@ def _packets(
         elif item is PAUSE:
             yield item
     dispatch(tcp.close(), ready)
+    ready.extend(quic_ready)
+    ready.extend(quic.close())
+    report.connections += quic.connections
     yield from drain(ready)
     report.diagnostics.extend(decoder.close())
     report.diagnostics.extend(tcp.diagnostics)
     report.packets = packets
     report.not_analyzed = dict(decoder.counts)
     report.stats = dict(tcp.stats)
+    report.stats.update(quic.stats)
     if progress is not None:
         progress(total, total)

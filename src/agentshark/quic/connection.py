@@ -1,0 +1,518 @@
+"""One QUIC connection, both directions: datagrams -> packets -> frames -> events.
+
+A datagram holds one or more packets (RFC 9000 §12.2): long-header packets end at their
+Length, a short-header packet runs to the end of the datagram. Each packet is opened with
+the keys of its space and direction (:mod:`agentshark.quic.keys`), its packet number
+recovered from the largest one seen in the space (RFC 9000 §A.3), its frames read
+(:mod:`agentshark.quic.frames`). CRYPTO bytes are reassembled per space and direction into
+TLS handshake messages (RFC 9001 §4: the messages without TLS records): the ClientHello gives
+the client random, SNI and the ALPN offered, the ServerHello the suite, EncryptedExtensions
+the ALPN chosen. STREAM bytes are reassembled per stream and direction and handed up in order.
+A packet that cannot be opened is counted by space and direction; the report says why.
+"""
+
+from __future__ import annotations
+
+from agentshark.errors import Diagnostic, Severity
+from agentshark.quic import frames as qf
+from agentshark.quic.events import (
+    QuicClosed,
+    QuicEvent,
+    QuicStreamData,
+    QuicStreamGap,
+    QuicStreamReset,
+)
+from agentshark.quic.keys import APP, EARLY_LABEL, HANDSHAKE, INITIAL, SECRET_LABELS, KeyRing
+from agentshark.quic.protection import PacketKeys, decode_packet_number, retry_tag_valid
+from agentshark.quic.streams import Reassembly
+from agentshark.quic.wire import (
+    KNOWN_VERSIONS,
+    LongHeader,
+    WireError,
+    parse_long_header,
+    version_name,
+)
+from agentshark.tls.handshake import (
+    CLIENT_HELLO,
+    ENCRYPTED_EXTENSIONS,
+    SERVER_HELLO,
+    HandshakeError,
+    HandshakeReader,
+    parse_client_hello,
+    parse_encrypted_extensions,
+    parse_server_hello,
+)
+from agentshark.tls.info import TlsInfo
+from agentshark.tls.info import version_name as tls_version_name
+from agentshark.tls.keylog import KeyLog
+from agentshark.tls.keyschedule import SUITES, suite_name
+
+__all__ = ["MAX_DETAILED", "QuicConnection"]
+
+MAX_DETAILED = 5  # detailed diagnostics per code and connection; the rest are counted
+_SPACE_NAMES = ("Initial", "Handshake", "1-RTT")
+_WHO = ("client", "server")
+
+
+class _Stream:
+    __slots__ = ("fin_at", "flow")
+
+    def __init__(self) -> None:
+        self.flow = Reassembly()
+        self.fin_at = -1
+
+
+class QuicConnection:
+    """The packets of one connection, fed a datagram at a time (``direction`` 0: client).
+
+    ``info`` holds the handshake facts; ``version`` the QUIC version of the first Initial;
+    ``packets`` and ``opened`` count packets per direction (seen, decrypted), ``unopened``
+    the ones not decrypted by (space, direction); ``new_cids`` collects the connection IDs
+    the endpoints issued (NEW_CONNECTION_ID), for the demultiplexer, with the direction of
+    the packets that will carry them; ``skipped`` counts the frames read past by name."""
+
+    def __init__(self, keylog: KeyLog, odcid: bytes, version: int, location: str) -> None:
+        self.keys = KeyRing(keylog, odcid)
+        self.version = version
+        self.location = location
+        self.info = TlsInfo(version=tls_version_name(0x0304))
+        self.cid_len = [len(odcid), 0]  # the DCID length of short headers, per direction
+        self.packets = [0, 0]
+        self.opened = [0, 0]
+        self.unopened: dict[tuple[int, int], int] = {}
+        self.new_cids: list[tuple[bytes, int]] = []
+        self.skipped: dict[str, int] = {}
+        self.diagnostics: list[Diagnostic] = []
+        self.retries = 0
+        self.datagrams = 0  # DATAGRAM frames (RFC 9221), counted: no stage reads them yet
+        self.closed: QuicClosed | None = None
+        self._largest = [[-1, -1], [-1, -1], [-1, -1]]
+        self._crypto = [[Reassembly(), Reassembly()] for _ in range(3)]
+        self._readers = [[HandshakeReader(), HandshakeReader()] for _ in range(3)]
+        self._streams: dict[tuple[int, int], _Stream] = {}
+        self._done: set[tuple[int, int]] = set()
+        self._seen: dict[str, int] = {}
+        self._scid_seen = [False, False]
+        self._hello_taken = False  # the ClientHello of the current attempt was read
+
+    # -- datagrams ------------------------------------------------------------------------
+
+    def datagram(self, direction: int, data: bytes, ts: float) -> list[QuicEvent]:
+        """The events of one datagram's packets."""
+        out: list[QuicEvent] = []
+        pos = 0
+        while pos < len(data):
+            first = data[pos]
+            if not first:  # zero bytes after the packets: padding (RFC 9000 §12.2)
+                break
+            if not first & 0x80:
+                if first & 0x40:  # short header (§17.3): to the end of the datagram
+                    self._packet(
+                        APP, direction, data[pos:], 1 + self.cid_len[direction], False, ts, out
+                    )
+                else:
+                    self._note(
+                        "quic.malformed",
+                        f"a packet of the {_WHO[direction]} has the fixed bit clear; the rest of "
+                        f"its datagram is skipped",
+                    )
+                break
+            try:
+                hdr = parse_long_header(data, pos)
+            except WireError as exc:
+                self._note(
+                    "quic.malformed",
+                    f"a long header of the {_WHO[direction]} does not parse ({exc}); the rest of "
+                    f"its datagram is skipped",
+                )
+                break
+            if not self._long(direction, hdr, data, pos, ts, out):
+                break
+            pos = hdr.end
+        return out
+
+    def _long(
+        self,
+        direction: int,
+        hdr: LongHeader,
+        data: bytes,
+        pos: int,
+        ts: float,
+        out: list[QuicEvent],
+    ) -> bool:
+        """One long-header packet; False when the rest of the datagram is not packets."""
+        if hdr.kind is None:
+            versions = ", ".join(version_name(v) for v in hdr.versions)
+            self._note(
+                "quic.version_negotiation",
+                f"the server answered with Version Negotiation, offering versions {versions}",
+                severity="info",
+            )
+            return False
+        if hdr.version not in KNOWN_VERSIONS:
+            self._note(
+                "quic.unknown_version",
+                f"a packet of QUIC version {version_name(hdr.version)} is not read (agentshark "
+                f"reads versions 1 and 2)",
+            )
+            return False
+        if not self._scid_seen[direction]:
+            self._scid_seen[direction] = True
+            self.cid_len[1 - direction] = len(hdr.scid)
+        if hdr.kind == "retry":
+            self._retry(hdr, data[pos:])
+            return False
+        if direction == 0 and hdr.kind == "initial" and not self._scid_seen[1]:
+            self.cid_len[0] = len(hdr.dcid)
+        space = {"initial": INITIAL, "handshake": HANDSHAKE, "0rtt": APP}[hdr.kind]
+        self._packet(
+            space,
+            direction,
+            data[pos : hdr.end],
+            hdr.pn_offset - pos,
+            True,
+            ts,
+            out,
+            hdr.version,
+            hdr.kind == "0rtt",
+        )
+        return True
+
+    def _retry(self, hdr: LongHeader, packet: bytes) -> None:
+        """RFC 9000 §17.2.5: the client must start again toward the Retry's SCID."""
+        if not retry_tag_valid(packet, self.keys.odcid, hdr.version):
+            self._note(
+                "quic.retry_invalid",
+                "a Retry's integrity tag does not verify against the client's DCID (RFC 9001 "
+                "§5.8): it is ignored",
+            )
+            return
+        self.retries += 1
+        self.keys.retry(hdr.scid)
+        # the client starts its handshake again (a new ClientHello from offset 0)
+        self._crypto[INITIAL][0] = Reassembly()
+        self._readers[INITIAL][0] = HandshakeReader()
+        self._hello_taken = False
+        self.cid_len[0] = len(hdr.scid)
+        self.new_cids.append((hdr.scid, 0))
+
+    # -- packets --------------------------------------------------------------------------
+
+    def _packet(
+        self,
+        space: int,
+        d: int,
+        pkt: bytes,
+        pn_offset: int,
+        long: bool,
+        ts: float,
+        out: list[QuicEvent],
+        version: int = 0,
+        early: bool = False,
+    ) -> None:
+        self.packets[d] += 1
+        if len(pkt) < pn_offset + 20:
+            self._note(
+                "quic.malformed",
+                f"a {_SPACE_NAMES[space]} packet of the {_WHO[d]} is too short for its header "
+                f"protection sample",
+            )
+            return
+        version = version or self.version
+        tries = self._tries(space, d, version, early, pkt, pn_offset, long)
+        if not tries:
+            self.unopened[(space, d)] = self.unopened.get((space, d), 0) + 1
+            return
+        sample = pkt[pn_offset + 4 : pn_offset + 20]
+        for keys, phase in tries:
+            mask = keys.mask(sample)
+            first = pkt[0] ^ (mask[0] & (0x0F if long else 0x1F))
+            if phase >= 0 and (first >> 2) & 1 != phase:
+                continue
+            size = (first & 3) + 1
+            truncated = int.from_bytes(pkt[pn_offset : pn_offset + size], "big") ^ int.from_bytes(
+                mask[1 : 1 + size], "big"
+            )
+            header = bytes((first,)) + pkt[1:pn_offset] + truncated.to_bytes(size, "big")
+            largest = self._largest[space][d]
+            pn = decode_packet_number(largest, truncated, 8 * size)
+            plain = keys.open(pn, header, pkt[pn_offset + size :])
+            if plain is None:
+                continue
+            self._accepted(space, d, keys, phase, early)
+            if pn > largest:
+                self._largest[space][d] = pn
+            self.opened[d] += 1
+            self._frames(space, d, plain, ts, out)
+            return
+        self.unopened[(space, d)] = self.unopened.get((space, d), 0) + 1
+        self._note(
+            "quic.decrypt_failed",
+            f"a {_SPACE_NAMES[space]} packet of the {_WHO[d]} does not decrypt with its keys (a "
+            f"key log entry of another session, or a damaged capture)",
+        )
+
+    def _tries(
+        self, space: int, d: int, version: int, early: bool, pkt: bytes, pn_offset: int, long: bool
+    ) -> list[tuple[PacketKeys, int]]:
+        """The keys to try, each with the key phase it is for (-1: any)."""
+        keys = self.keys
+        if space == INITIAL:
+            return [(keys.initial(d, version), -1)]
+        if space == HANDSHAKE:
+            known = keys.handshake(d)
+            if known is not None:
+                return [(known, -1)]
+            return [(k, -1) for k in keys.candidates(SECRET_LABELS[(HANDSHAKE, d)], version)]
+        if early:
+            found = keys.early()
+            if found is not None:
+                return [(found, -1)]
+            return [(k, -1) for k in keys.candidates(EARLY_LABEL, version)]
+        if not keys.app(d, 0):
+            choices = keys.candidates(SECRET_LABELS[(APP, d)], version)
+            if not choices:
+                return []
+            if len(choices) == 1:
+                keys.set_app(d, choices[0])
+            else:
+                return [(k, -1) for k in choices]
+        # the phase bit is under header protection, the same key in every phase: unmask once
+        hp = keys.app(d, 0)[0]
+        phase = (pkt[0] ^ hp.mask(pkt[pn_offset + 4 : pn_offset + 20])[0]) >> 2 & 1
+        return [(k, phase) for k in keys.app(d, phase)]
+
+    def _accepted(self, space: int, d: int, keys: PacketKeys, phase: int, early: bool) -> None:
+        ring = self.keys
+        if space == HANDSHAKE and ring.handshake(d) is None:
+            ring.set_handshake(d, keys)
+        elif space == APP and early and ring.early() is None:
+            ring.set_early(keys)
+        elif space == APP and not early:
+            if not ring.app(d, 0):
+                ring.set_app(d, keys)
+            elif phase >= 0:
+                ring.opened(d, phase, keys)
+        if space != INITIAL:
+            self.info.decrypted = True
+            if ring.suite is None:
+                ring.suite = keys.suite
+                self.info.cipher_suite = keys.suite.name
+
+    # -- frames ---------------------------------------------------------------------------
+
+    def _frames(self, space: int, d: int, plain: bytes, ts: float, out: list[QuicEvent]) -> None:
+        try:
+            found = qf.parse_frames(plain, self.skipped)
+        except WireError as exc:
+            found = exc.args[1] if len(exc.args) > 1 else []
+            self._note(
+                "quic.bad_frame",
+                f"in a {_SPACE_NAMES[space]} packet of the {_WHO[d]}: {exc.args[0]}",
+            )
+        for f in found:
+            if type(f) is qf.Stream:
+                self._stream(d, f, ts, out)
+            elif type(f) is qf.Crypto:
+                self._crypto_frame(space, d, f)
+            elif type(f) is qf.Ack or type(f) is qf.StopSending:
+                name = "ACK" if type(f) is qf.Ack else "STOP_SENDING"
+                self.skipped[name] = self.skipped.get(name, 0) + 1
+            elif type(f) is qf.ResetStream:
+                self._reset(d, f, ts, out)
+            elif type(f) is qf.ConnectionClose:
+                self._close_frame(d, f, ts, out)
+            elif type(f) is qf.NewConnectionId:
+                self.new_cids.append((f.cid, 1 - d))  # the peer sends to it
+            elif type(f) is qf.Datagram:
+                self.datagrams += 1
+            elif type(f) is qf.RetireConnectionId:
+                self.skipped["RETIRE_CONNECTION_ID"] = (
+                    self.skipped.get("RETIRE_CONNECTION_ID", 0) + 1
+                )
+
+    def _stream(self, d: int, f: qf.Stream, ts: float, out: list[QuicEvent]) -> None:
+        key = (d, f.stream_id)
+        st = self._streams.get(key)
+        if st is None:
+            if key in self._done:
+                return  # a retransmission after the stream ended
+            st = self._streams[key] = _Stream()
+        if f.fin:
+            st.fin_at = f.offset + len(f.data)
+        start = st.flow.delivered
+        data = st.flow.add(f.offset, f.data)
+        fin = st.fin_at >= 0 and st.flow.delivered == st.fin_at
+        if data or (fin and f.fin):
+            out.append(
+                QuicStreamData(
+                    stream_id=f.stream_id, direction=d, data=data, offset=start, fin=fin, ts=ts
+                )
+            )
+        if fin:
+            del self._streams[key]
+            self._done.add(key)
+
+    def _reset(self, d: int, f: qf.ResetStream, ts: float, out: list[QuicEvent]) -> None:
+        key = (d, f.stream_id)
+        if key in self._done:
+            return
+        st = self._streams.pop(key, None)
+        if st is not None:
+            self._flush(key, st, ts, out)
+        self._done.add(key)
+        out.append(
+            QuicStreamReset(
+                stream_id=f.stream_id,
+                direction=d,
+                error_code=f.error_code,
+                final_size=f.final_size,
+                ts=ts,
+            )
+        )
+
+    def _close_frame(self, d: int, f: qf.ConnectionClose, ts: float, out: list[QuicEvent]) -> None:
+        ev = QuicClosed(
+            direction=d,
+            error_code=f.error_code,
+            frame_type=f.frame_type,
+            reason=f.reason.decode("utf-8", "replace"),
+            ts=ts,
+        )
+        if self.closed is None:
+            self.closed = ev
+            out.append(ev)
+
+    def _crypto_frame(self, space: int, d: int, f: qf.Crypto) -> None:
+        data = self._crypto[space][d].add(f.offset, f.data)
+        if not data:
+            return
+        try:
+            messages = self._readers[space][d].feed(data)
+        except HandshakeError as exc:
+            self._note(
+                "quic.handshake_error", f"the {_WHO[d]}'s TLS handshake does not parse: {exc}"
+            )
+            return
+        for msg_type, body in messages:
+            try:
+                self._handshake_message(msg_type, body)
+            except HandshakeError as exc:
+                self._note(
+                    "quic.handshake_error", f"the {_WHO[d]}'s TLS handshake does not parse: {exc}"
+                )
+
+    def _handshake_message(self, msg_type: int, body: bytes) -> None:
+        info = self.info
+        if msg_type == CLIENT_HELLO and not self._hello_taken:
+            self._hello_taken = True
+            hello = parse_client_hello(body)
+            self.keys.client_random = hello.random
+            info.client_random = hello.random.hex()
+            info.sni = hello.server_name
+            info.alpn_offered = list(hello.alpn)
+            info.resumed = hello.psk or None
+        elif msg_type == SERVER_HELLO:
+            server = parse_server_hello(body)
+            if server.retry:
+                info.hello_retry = True
+                return
+            info.version = tls_version_name(server.version)
+            info.cipher_suite = suite_name(server.cipher_suite)
+            info.resumed = server.psk
+            suite = SUITES.get(server.cipher_suite)
+            if suite is not None and suite.tls13:
+                self.keys.suite = suite
+            else:
+                self._note(
+                    "quic.unsupported_suite",
+                    f"the server chose {info.cipher_suite}, which agentshark does not decrypt in "
+                    f"QUIC (AES-GCM and ChaCha20-Poly1305 are read)",
+                )
+        elif msg_type == ENCRYPTED_EXTENSIONS:
+            ext = parse_encrypted_extensions(body)
+            info.alpn = ext.alpn
+            info.early_data = ext.early_data
+
+    # -- the end --------------------------------------------------------------------------
+
+    def close(self, ts: float) -> list[QuicEvent]:
+        """The capture ended: the held bytes after each hole, named as gaps; the reasons
+        packets were not opened."""
+        out: list[QuicEvent] = []
+        for key, st in list(self._streams.items()):
+            self._flush(key, st, ts, out)
+        self._streams.clear()
+        self.info.key_updates = sum(self.keys.key_updates)
+        self.info.records = list(self.packets)
+        self._summarize()
+        return out
+
+    def _flush(self, key: tuple[int, int], st: _Stream, ts: float, out: list[QuicEvent]) -> None:
+        d, sid = key
+        for offset, size, data in st.flow.holes():
+            if size:
+                out.append(
+                    QuicStreamGap(stream_id=sid, direction=d, offset=offset, size=size, ts=ts)
+                )
+            fin = st.fin_at >= 0 and offset + size + len(data) == st.fin_at
+            out.append(
+                QuicStreamData(
+                    stream_id=sid, direction=d, data=data, offset=offset + size, fin=fin, ts=ts
+                )
+            )
+
+    def _summarize(self) -> None:
+        for code, count in self._seen.items():
+            if count > MAX_DETAILED:
+                self.diagnostics.append(
+                    Diagnostic(
+                        code=code,
+                        location=self.location,
+                        message=f"{count} times in all; only the first {MAX_DETAILED} are listed",
+                    )
+                )
+        if not self.unopened:
+            return
+        lost = sum(n for (space, _), n in self.unopened.items() if space != INITIAL)
+        if lost:
+            self.diagnostics.append(self._no_keys(lost))
+
+    def _no_keys(self, lost: int) -> Diagnostic:
+        info = self.info
+        offered = ", ".join(info.alpn_offered) or "none"
+        what = (
+            f"the QUIC connection to {info.sni or 'a server without SNI'} (ALPN offered: {offered})"
+        )
+        keylog = self.keys.keylog
+        random = (info.client_random or "")[:16]
+        if self.keys.client_random is None:
+            why = (
+                "the capture has no ClientHello for it (it starts later), so no key log entry "
+                "can be found"
+            )
+        elif not len(keylog) and not keylog.sources:
+            why = (
+                "no key log was given: set SSLKEYLOGFILE=keys.log before the client starts and "
+                f"pass --keylog keys.log (client random {random}…)"
+            )
+        elif not keylog.secrets(self.keys.client_random):
+            why = (
+                f"the key log has no secret for client random {random}… (was SSLKEYLOGFILE set "
+                "before the client started?)"
+            )
+        else:
+            why = "the key log's secrets for it do not open its packets"
+        return Diagnostic(
+            code="quic.no_keys",
+            severity="warning",
+            location=self.location,
+            message=f"{lost} Handshake and 1-RTT packets of {what} stay encrypted: {why}",
+        )
+
+    def _note(self, code: str, message: str, severity: Severity = "warning") -> None:
+        count = self._seen[code] = self._seen.get(code, 0) + 1
+        if count <= MAX_DETAILED:
+            self.diagnostics.append(
+                Diagnostic(code=code, severity=severity, location=self.location, message=message)
+            )

@@ -1,0 +1,133 @@
+"""HTTP/3 captures through the whole pipeline: exchanges and calls against the client's
+own records (``truth.json`` of ``scripts/make_quic_captures.py``) and the corpus captures."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import pytest
+
+from agentshark.apis.model import TextPart
+from agentshark.model import Exchange
+from agentshark.pipeline import Options
+
+from ..helpers import Collected
+from ..quic.capture import CAPTURES, FILES, OWN
+
+
+def _run(name: str, *, keys: bool = True, calls: bool = False) -> Collected:
+    pcap, keylog = FILES[name]
+    if not pcap.exists():
+        pytest.skip(f"{pcap} is not here")
+    keylogs = [str(keylog)] if keys and keylog is not None else []
+    return Collected([str(pcap)], Options(keylogs=keylogs, calls=calls))
+
+
+def _started(ex: Exchange) -> float:
+    assert ex.request is not None and ex.request.started is not None
+    return ex.request.started
+
+
+def _truth(name: str) -> dict[str, Any]:
+    return json.loads((CAPTURES / name / "truth.json").read_text())  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("name", OWN)
+def test_exchanges_match_the_clients_records(name: str) -> None:
+    got = _run(name)
+    truth = _truth(name)
+    assert len(got.exchanges) == len(truth["requests"])
+    for ex, want in zip(sorted(got.exchanges, key=_started), truth["requests"], strict=True):
+        assert ex.transport == "h3"
+        assert ex.request is not None
+        assert ex.complete, ex.diagnostics
+        assert ex.request.method == want["method"]
+        assert ex.request.url.endswith(want["path"])
+        assert ex.response is not None
+        assert ex.response.status == want["status"]
+        body = b"".join(piece for _, piece in ex.response.body.pieces)
+        assert len(body) == want["response_bytes"]
+        assert hashlib.sha256(body).hexdigest() == want["response_sha256"]
+        sent = b"".join(piece for _, piece in ex.request.body.pieces)
+        assert hashlib.sha256(sent).hexdigest() == want["request_sha256"]
+        if "sse_data_events" in want:  # streamed: the DATA frames keep their own times
+            times = [ts for ts, _ in ex.response.body.pieces]
+            assert len(times) >= want["sse_data_events"] // 2
+            assert times == sorted(times) and times[0] < times[-1]
+    (conn,) = got.connections
+    assert conn.protocol == "h3"
+    assert conn.exchanges == len(truth["requests"])
+    assert conn.tls is not None and conn.tls["alpn"] == truth["connection"]["alpn"]
+    assert (
+        conn.tls["quic"]["version"]
+        == {"0x00000001": "1", "0x6b3343cf": "2"}[truth["connection"]["version"]]
+    )
+    assert conn.tls["cipher_suite"] == "TLS_" + truth["connection"]["cipher_suite"]
+    assert conn.tls["quic"]["not_decrypted"] == {}
+    assert got.sources[0].not_analyzed.get("udp", 0) == 0
+
+
+def test_streamed_call_has_time_to_first_token() -> None:
+    got = _run("h3_openai", calls=True)
+    truth = _truth("h3_openai")
+    streamed = [c for c in got.calls if c.stream]
+    (call,) = streamed
+    assert call.api == "openai.chat"
+    assert call.complete
+    want = truth["requests"][2]
+    parts = [p for m in call.output_messages for p in m.parts]
+    text = "".join(p.content for p in parts if isinstance(p, TextPart))
+    assert text == want["text"]
+    assert call.timing.first_token is not None
+    started, ended = call.timing.started, call.timing.ended
+    assert started is not None and ended is not None
+    assert started < call.timing.first_token < ended
+    chats = [c for c in got.calls if c.api == "openai.chat" and not c.stream]
+    assert len(chats) == 1 and chats[0].complete  # the JSON chat completion
+
+
+def test_key_update_retry_and_version_2_are_reported() -> None:
+    got = _run("h3_v2_chacha_keyupdate")
+    (conn,) = got.connections
+    assert conn.tls is not None
+    assert conn.tls["quic"]["retries"] == 1
+    assert conn.tls["key_updates"] >= 1
+    assert conn.tls["cipher_suite"] == "TLS_CHACHA20_POLY1305_SHA256"
+
+
+def test_without_the_key_log_one_diagnostic_names_the_connection() -> None:
+    got = _run("h3_openai", keys=False)
+    assert got.exchanges == []
+    (conn,) = got.connections
+    assert conn.protocol == "quic"
+    codes = [d.code for d in conn.diagnostics]
+    assert codes.count("quic.no_keys") == 1
+    (diag,) = [d for d in conn.diagnostics if d.code == "quic.no_keys"]
+    assert "no key log was given" in diag.message and "ALPN offered: h3" in diag.message
+    assert diag.location.endswith(conn.connection.id)
+
+
+def test_corpus_chrome_google() -> None:
+    got = _run("http3-connection7")
+    assert len(got.exchanges) == 49
+    reset = [ex for ex in got.exchanges if not ex.complete]
+    assert len(reset) == 2
+    assert all(any(d.code == "h2.stream_reset" for d in ex.diagnostics) for ex in reset)
+    assert {ex.transport for ex in got.exchanges} == {"h3"}
+    assert all(
+        ex.request is not None and ex.request.url.startswith("https://www.google.com/")
+        for ex in got.exchanges
+    )
+    (conn,) = [c for c in got.connections if c.protocol == "h3"]
+    assert conn.tls is not None and conn.tls["sni"] == "www.google.com"
+    assert conn.tls["early_data"] is True
+
+
+def test_corpus_chrome_cloudflare() -> None:
+    got = _run("chrome-cloudflare-quic")
+    h3 = [ex for ex in got.exchanges if ex.transport == "h3"]
+    (ex,) = h3
+    assert ex.complete and ex.response is not None and ex.response.status == 200
+    assert ex.request is not None and ex.request.url == "https://cloudflare-quic.com/"
