@@ -75,10 +75,15 @@ _HOP = {"content-length", "transfer-encoding", "connection", "date", "server", "
 
 
 def replies_from_capture(name: str) -> Replies:
-    """The recorded responses of capture ``name``, by request key."""
+    """The recorded responses of shared capture ``name``, by request key."""
     base = CAPTURES / name
+    return replies_from_pcap(base / "capture.pcap", base / "keylog.txt")
+
+
+def replies_from_pcap(pcap: Path, keylog: Path) -> Replies:
+    """The recorded responses of a capture and its key log, by request key."""
     out = Replies()
-    for item in run([str(base / "capture.pcap")], Options(keylogs=[str(base / "keylog.txt")])):
+    for item in run([str(pcap)], Options(keylogs=[str(keylog)])):
         if not isinstance(item, Exchange) or item.request is None or item.response is None:
             continue
         req, resp = item.request, item.response
