@@ -13,11 +13,11 @@ certificate) serving the responses recorded in ``../shared/captures/llm_sdk_open
 bodies one event per write 5 ms apart.
 
 While it runs, two ``tcpdump -i lo`` capture it: ``upstream.pcap`` the proxy's TLS
-connections to the three upstreams (decrypted with ``keys.log``, the proxy's ``--keylog``),
+connections to the three upstreams (decrypted with ``keylog.txt``, the proxy's ``--keylog``),
 and ``client.pcap`` the SDKs' plain HTTP connections to the proxy. Written:
 
 - ``recording.har``: the proxy's ``-w`` (``--no-redact``: the keys are fake ones);
-- ``upstream.pcap``, ``client.pcap``, ``keys.log``;
+- ``upstream.pcap``, ``client.pcap``, ``keylog.txt``;
 - ``run.json``: what each SDK returned to its caller (the oracle), the tcpdump counters,
   the package versions.
 
@@ -205,7 +205,7 @@ def main() -> int:
             captures["upstream"].argv[-1] = " or ".join(f"tcp port {u.port}" for u in ups.values())
             for capture in captures.values():
                 capture.start()
-            keys = OUT / "keys.log"
+            keys = OUT / "keylog.txt"
             keys.unlink(missing_ok=True)
             args = [a for name, u in ups.items() for a in ("--route", f"/{name}={u.url}")]
             args += ["--upstream-ca", str(bundle), "--keylog", str(keys), "--no-redact"]
@@ -233,7 +233,7 @@ def main() -> int:
         "tcpdump_version": genlib.tcpdump_version(tcpdump),
     }
     genlib.write_json(OUT / "run.json", run)
-    for name in ("recording.har", "upstream.pcap", "client.pcap", "keys.log", "run.json"):
+    for name in ("recording.har", "upstream.pcap", "client.pcap", "keylog.txt", "run.json"):
         genlib.log(f"{OUT / name}: {(OUT / name).stat().st_size} bytes")
     return 0 if all(complete.values()) else 1
 

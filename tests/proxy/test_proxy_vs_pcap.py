@@ -72,7 +72,7 @@ def _report(*paths: Path, keylogs: tuple[Path, ...] = ()) -> dict[str, Any]:
 def readings() -> dict[str, dict[str, Any]]:
     return {
         "har": _report(RUN / "recording.har"),
-        "upstream": _report(RUN / "upstream.pcap", keylogs=(RUN / "keys.log",)),
+        "upstream": _report(RUN / "upstream.pcap", keylogs=(RUN / "keylog.txt",)),
         "client": _report(RUN / "client.pcap"),
     }
 
