@@ -1,8 +1,9 @@
 """mitmproxy's embedded master on a thread of its own, with the :class:`Recorder` addon.
 
 Only the addons a gateway needs are loaded (core, the proxy server, the layer and TLS
-configuration, the refusal of cleartext HTTP/2), none that prints flows: mitmproxy's own log goes through the one redactor
-to standard error, warnings and errors only, so no upstream key is ever written there.
+configuration, the refusal of cleartext HTTP/2), none that prints flows: mitmproxy's own log
+(and its addons' warnings on the root logger) goes through the one redactor to standard
+error, warnings and errors only, so no upstream key is ever written there.
 
 Modes (https://docs.mitmproxy.org/stable/concepts-modes/):
 
