@@ -233,7 +233,7 @@ class Upstream:
                 target=lambda: (self._stop.wait(), loop.call_soon_threadsafe(stopped.set)),
                 daemon=True,
             ).start()
-            await serve(self._app, config, shutdown_trigger=stopped.wait)  # type: ignore[arg-type]
+            await serve(self._app, config, shutdown_trigger=stopped.wait)
 
         asyncio.run(main())
 
