@@ -1,7 +1,7 @@
 """pytest support: assert on agent traffic from a capture or a recording.
 
 Installed with agentshark, this module is a pytest plugin (entry point ``pytest11``), so
-its fixture is there in every test without an import::
+its fixtures are there in every test without an import::
 
     def test_the_agent_asks_for_the_weather(agentshark_trace):
         report = agentshark_trace("tests/captures/agent.pcap", keylogs=["tests/captures/keys.log"])
