@@ -12,12 +12,12 @@ certificate) serving the responses recorded in ``../shared/captures/llm_sdk_open
 ``../shared/captures/llm_sdk_anthropic`` and ``tests/data/captures/gemini_*_tls13_h1``, SSE
 bodies one event per write 5 ms apart.
 
-While it runs, two ``tcpdump -i lo`` capture it: ``upstream.pcap`` the proxy's TLS
+While it runs, two ``tcpdump -i lo`` capture it: ``capture.pcap`` the proxy's TLS
 connections to the three upstreams (decrypted with ``keylog.txt``, the proxy's ``--keylog``),
 and ``client.pcap`` the SDKs' plain HTTP connections to the proxy. Written:
 
 - ``recording.har``: the proxy's ``-w`` (``--no-redact``: the keys are fake ones);
-- ``upstream.pcap``, ``client.pcap``, ``keylog.txt``;
+- ``capture.pcap`` (the upstream side), ``client.pcap``, ``keylog.txt``;
 - ``run.json``: what each SDK returned to its caller (the oracle), the tcpdump counters,
   the package versions.
 
@@ -199,7 +199,7 @@ def main() -> int:
             bundle.write_bytes(b"".join(u.cert.read_bytes() for u in ups.values()))
             listen = _free_port()
             captures = {
-                "upstream": genlib.Tcpdump(tcpdump, OUT / "upstream.pcap", 0),
+                "upstream": genlib.Tcpdump(tcpdump, OUT / "capture.pcap", 0),
                 "client": genlib.Tcpdump(tcpdump, OUT / "client.pcap", listen),
             }
             captures["upstream"].argv[-1] = " or ".join(f"tcp port {u.port}" for u in ups.values())
@@ -233,7 +233,7 @@ def main() -> int:
         "tcpdump_version": genlib.tcpdump_version(tcpdump),
     }
     genlib.write_json(OUT / "run.json", run)
-    for name in ("recording.har", "upstream.pcap", "client.pcap", "keylog.txt", "run.json"):
+    for name in ("recording.har", "capture.pcap", "client.pcap", "keylog.txt", "run.json"):
         genlib.log(f"{OUT / name}: {(OUT / name).stat().st_size} bytes")
     return 0 if all(complete.values()) else 1
 

@@ -3,7 +3,7 @@
 openai, anthropic and google-genai SDKs through ``agentshark proxy`` to local HTTPS
 upstreams, tcpdump on ``lo`` at the same time).
 
-Three readings of one run: ``recording.har`` (the proxy's ``-w``), ``upstream.pcap`` (the
+Three readings of one run: ``recording.har`` (the proxy's ``-w``), ``capture.pcap`` (the
 proxy's TLS connections to the upstreams, decrypted with its ``--keylog``) and
 ``client.pcap`` (the SDKs' plain HTTP to the proxy). Their calls must be the same calls:
 messages, tool calls, usage, finish reasons, ids, models, streams and chunk counts. The
@@ -72,7 +72,7 @@ def _report(*paths: Path, keylogs: tuple[Path, ...] = ()) -> dict[str, Any]:
 def readings() -> dict[str, dict[str, Any]]:
     return {
         "har": _report(RUN / "recording.har"),
-        "upstream": _report(RUN / "upstream.pcap", keylogs=(RUN / "keylog.txt",)),
+        "upstream": _report(RUN / "capture.pcap", keylogs=(RUN / "keylog.txt",)),
         "client": _report(RUN / "client.pcap"),
     }
 
