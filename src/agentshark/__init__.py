@@ -6,13 +6,14 @@ turn them into model calls, tool executions and agent traces. The pipeline, top 
     sources -> net -> (tls) -> http -> framing -> (apis -> trace -> checks) -> output
 
 The Python API (docs/api.md): :func:`analyze` files into a :class:`Report`; :func:`live`
-follows files being written (or a :class:`LiveSource`); :mod:`agentshark.testing` is the
-pytest plugin.
+follows files being written (or a :class:`LiveSource`, such as :class:`ProxySource`, the
+recording gateway); :mod:`agentshark.testing` is the pytest plugin.
 """
 
 __version__ = "0.1.0"  # before the imports: the modules below read it
 
 from agentshark.library.analyze import analyze
+from agentshark.library.gateway import ProxyError, ProxySource
 from agentshark.library.live import ExchangeFeed, LiveSource, LiveUpdate, live
 from agentshark.library.report import Report
 from agentshark.library.views import (
@@ -42,6 +43,8 @@ __all__ = [
     "LiveUpdate",
     "Message",
     "Part",
+    "ProxyError",
+    "ProxySource",
     "Report",
     "Source",
     "Span",

@@ -53,6 +53,7 @@ _PROXY_EXAMPLES = """examples:
   agentshark proxy --forward -w run.har           # then, in the agent's shell:
       export HTTPS_PROXY=http://127.0.0.1:8080 SSL_CERT_FILE=$(agentshark ca)
   agentshark analyze run.har                      # the recording, afterwards
+  agentshark serve --live run.har                 # or the web UI, following it as it grows
 """
 _CA_EXAMPLES = """examples:
   agentshark ca                     # the CA certificate's path (made on first use)

@@ -9,7 +9,8 @@ event per write with ``sse_delay`` seconds between them, as a token stream does;
 bodies in one write. The server keeps every request it received (``received``), so a test
 can check what reached it, and when it sent each chunk (``sent``, for the bench). A request
 with no reply left gets a 599. A WebSocket session gets each text message back, prefixed
-``echo: ``.
+``echo: ``. With ``http2=True`` the server is hypercorn instead, offering ``h2`` and
+``http/1.1`` by ALPN (uvicorn speaks HTTP/1 only), for the proxy's HTTP/2 tests.
 """
 
 from __future__ import annotations
@@ -75,10 +76,15 @@ _HOP = {"content-length", "transfer-encoding", "connection", "date", "server", "
 
 
 def replies_from_capture(name: str) -> Replies:
-    """The recorded responses of capture ``name``, by request key."""
+    """The recorded responses of shared capture ``name``, by request key."""
     base = CAPTURES / name
+    return replies_from_pcap(base / "capture.pcap", base / "keylog.txt")
+
+
+def replies_from_pcap(pcap: Path, keylog: Path) -> Replies:
+    """The recorded responses of a capture and its key log, by request key."""
     out = Replies()
-    for item in run([str(base / "capture.pcap")], Options(keylogs=[str(base / "keylog.txt")])):
+    for item in run([str(pcap)], Options(keylogs=[str(keylog)])):
         if not isinstance(item, Exchange) or item.request is None or item.response is None:
             continue
         req, resp = item.request, item.response
@@ -169,10 +175,14 @@ class Upstream:
     """The server, on a free port of 127.0.0.1, in a thread (a context manager)."""
 
     def __init__(
-        self, replies: Replies, directory: Path, *, sse_delay: float = 0.005, repeat: bool = False
+        self,
+        replies: Replies,
+        directory: Path,
+        *,
+        sse_delay: float = 0.005,
+        repeat: bool = False,
+        http2: bool = False,
     ) -> None:
-        import uvicorn
-
         self.replies = replies
         self.received: list[Received] = []
         self.sent: list[list[float]] = []  # per request: perf_counter() as each chunk went out
@@ -182,6 +192,15 @@ class Upstream:
         self._sock = socket.socket()
         self._sock.bind(("127.0.0.1", 0))
         self.port = self._sock.getsockname()[1]
+        self.http_versions: list[str] = []  # per request, as the server saw it
+        self._stop = threading.Event()
+        self._started: threading.Event | None = None
+        if http2:
+            self._thread = threading.Thread(target=self._hypercorn, args=(key,), daemon=True)
+            self._started = threading.Event()
+            return
+        import uvicorn
+
         config = uvicorn.Config(
             self._app,
             log_level="warning",
@@ -196,6 +215,28 @@ class Upstream:
             target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True
         )
 
+    def _hypercorn(self, key: Path) -> None:
+        from hypercorn.asyncio import serve
+        from hypercorn.config import Config
+
+        config = Config()
+        config.bind = [f"127.0.0.1:{self.port}"]
+        config.certfile, config.keyfile = str(self.cert), str(key)
+        config.alpn_protocols = ["h2", "http/1.1"]
+        config.loglevel = "WARNING"
+        self._sock.close()  # hypercorn binds the port itself
+
+        async def main() -> None:
+            loop = asyncio.get_running_loop()
+            stopped = asyncio.Event()
+            threading.Thread(
+                target=lambda: (self._stop.wait(), loop.call_soon_threadsafe(stopped.set)),
+                daemon=True,
+            ).start()
+            await serve(self._app, config, shutdown_trigger=stopped.wait)
+
+        asyncio.run(main())
+
     @property
     def url(self) -> str:
         return f"https://127.0.0.1:{self.port}"
@@ -203,12 +244,21 @@ class Upstream:
     def __enter__(self) -> Upstream:
         self._thread.start()
         deadline = time.monotonic() + 20
-        while not self._server.started and time.monotonic() < deadline:
+        while not self._listening() and time.monotonic() < deadline:
             time.sleep(0.02)
         return self
 
+    def _listening(self) -> bool:
+        if self._started is None:
+            return bool(self._server.started)
+        with socket.socket() as probe:
+            return probe.connect_ex(("127.0.0.1", self.port)) == 0
+
     def __exit__(self, *exc: object) -> None:
-        self._server.should_exit = True
+        if self._started is not None:
+            self._stop.set()
+        else:
+            self._server.should_exit = True
         self._thread.join(10)
 
     async def _app(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
@@ -227,6 +277,7 @@ class Upstream:
         )
         headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]]
         self.received.append(Received(scope["method"], path, headers, body))
+        self.http_versions.append(str(scope.get("http_version")))
         queue = self.replies.by_key.get(_key(scope["method"], path, body))
         if not queue:
             await send({"type": "http.response.start", "status": 599, "headers": []})

@@ -2,7 +2,10 @@
 
 A :class:`LiveSource` is the :class:`~agentshark.output.serve.ViewSource` of a growing file
 (a pcap from ``tcpdump -w``, a pcapng, an MCP stdio transcript, a HAR file or cassette a
-gateway rewrites): a :class:`~agentshark.pipeline.follow.Follower` reads it in a worker
+gateway rewrites: ``agentshark serve --live run.har`` follows ``agentshark proxy -w run.har``
+from another process, through the follower's own seam, each HAR read again whole when it
+changed; the proxy needs no web server of its own, and the page shows what any recording
+gateway writes): a :class:`~agentshark.pipeline.follow.Follower` reads it in a worker
 thread, and every exchange, call and connection it finishes is rendered as the report
 renders it (:func:`~agentshark.output.report.exchange_json` with events,
 :func:`~agentshark.output.report.call_json`, through the one redactor). When something

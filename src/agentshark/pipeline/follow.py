@@ -197,7 +197,10 @@ class Follower:
         out, self._pending = self._pending, []
         # The captures are read first, the key logs then, and the captures' bytes pushed
         # last: a secret logged before its session's packets were read is known to them.
-        read = [self._read(tail) if tail.ended is None else [] for tail in self._tails]
+        read = [
+            self._read(tail) if tail.ended is None and not self.run.document(i) else []
+            for i, tail in enumerate(self._tails)
+        ]
         for handle, tail in self._keys:
             for data in self._read(tail):
                 self.run.push_keys(handle, data)
@@ -207,11 +210,22 @@ class Follower:
                 self.last_growth = self._clock()
             for data in chunks:
                 out.extend(self._translate(self.run.push(index, data)))
+            if self.run.document(index):
+                out.extend(self._reread(index, tail))
             if tail.ended is not None and not self.run.ended(index):
                 out.extend(self._translate(self.run.end(index, tail.ended)))
         out.extend(self._said_now())
         out.extend(self._traced(self.live.tick(self._clock())))
         return out
+
+    def _reread(self, index: int, tail: TailFile) -> list[Update]:
+        """A document (HAR, cassette) read whole when it changed: its writers rewrite it."""
+        data = tail.whole()
+        if data is None:
+            return []
+        self.counts["bytes"] += len(data)
+        self.last_growth = self._clock()
+        return self._translate(self.run.replace(index, data))
 
     @staticmethod
     def _read(tail: TailFile) -> list[bytes]:

@@ -19,7 +19,10 @@ How each format is followed (the format is decided from content, as ``run`` deci
   (:mod:`agentshark.pipeline.live_stdio`); a line without its newline is held.
 - HAR files and VCR cassettes are single documents, valid only once written whole: the
   document is parsed again when it changed, and only entries past those already reported
-  are new (an entry rewritten in place is not reported again).
+  are new (an entry rewritten in place is not reported again). Their writers rewrite them
+  (a gateway writes each HAR entry over the closing brackets of the last), so once an input
+  is known to be a document its reader hands over its whole new content
+  (:meth:`LiveRun.replace`) rather than the bytes appended.
 - Key logs: those of ``options.keylogs`` are read whole at the start, as ``run`` reads
   them; one a client still writes is followed line by line (:meth:`LiveRun.follow_keylog`,
   :meth:`LiveRun.push_keys`), its secrets known to the TLS sessions pushed after them.
@@ -118,7 +121,9 @@ class _Capture:
 class _Document:
     """A HAR file or VCR cassette: parsed again whenever it changed. An entry is final once
     a later entry follows it (a YAML cassette cut in its last interaction still parses) or
-    the input ended; the document's diagnostics are those of its last reading, at the end."""
+    the input ended; in a JSON document (a HAR file, a JSON cassette: its text starts with
+    ``{``) every entry is final as soon as it parses, since a JSON text cut anywhere does
+    not. The document's diagnostics are those of its last reading, at the end."""
 
     def __init__(self, report: SourceReport, next_id: Callable[[], str]) -> None:
         self._report = report
@@ -131,6 +136,11 @@ class _Document:
         self._data += data
         return self._parse(final=False) if data else []
 
+    def replace(self, data: bytes) -> list[Item]:
+        """The document's whole content now (it was rewritten)."""
+        self._data = data
+        return self._parse(final=False)
+
     def _parse(self, *, final: bool) -> list[Item]:
         report = self._report
         try:
@@ -142,8 +152,9 @@ class _Document:
         reader = {"har": read_har, "xai": read_xai_cassette}.get(kind, read_vcr)
         found: list[Exchange] = []
         diagnostics: list[Diagnostic] = []
+        whole = final or self._data[:64].lstrip()[:1] == b"{"
         for item in reader(
-            doc if final else _without_last(kind, doc), report.path, report.index, lambda: "?"
+            doc if whole else _without_last(kind, doc), report.path, report.index, lambda: "?"
         ):
             if isinstance(item, Diagnostic):
                 diagnostics.append(item)
@@ -319,6 +330,20 @@ class LiveRun:
                 return []
             data, self._head[index] = self._head[index], b""
         self._inbox.extend(self._guarded(index, source.push, data))
+        return until_pause(self._chain)
+
+    def document(self, index: int) -> bool:
+        """Whether input ``index`` is a document (HAR, cassette): read whole when it
+        changed and handed over with :meth:`replace`."""
+        return isinstance(self._sources[index], _Document)
+
+    def replace(self, index: int, data: bytes) -> list[Item]:
+        """Document ``index`` now holds ``data`` whole: the items final now."""
+        source = self._sources[index]
+        if self._ended[index] or not isinstance(source, _Document):
+            return []
+        self._bytes[index] = len(data)
+        self._inbox.extend(self._guarded(index, source.replace, data))
         return until_pause(self._chain)
 
     def ended(self, index: int) -> bool:

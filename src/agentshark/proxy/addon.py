@@ -3,6 +3,16 @@
 
 Hooks (https://docs.mitmproxy.org/stable/api/events.html):
 
+- ``tls_clienthello`` (a client speaking TLS to the proxy: forward mode, or ``https://`` to
+  it in reverse mode): the upstream's TLS is made first, so that the client is given the
+  protocol the upstream chose (``h2`` when it speaks HTTP/2) rather than the first of the
+  client's list (httpx lists ``http/1.1`` before ``h2``): the client speaks to the proxy
+  what it would speak to the upstream (in reverse mode, the first route's).
+- ``requestheaders``: HTTP/2 with prior knowledge over cleartext (h2c, the connection
+  preface ``PRI * HTTP/2.0``), which mitmproxy does not speak, is refused by its
+  ``DisableH2C`` addon (the connection closed, a warning on standard error) and recorded as
+  no exchange, since it is none: HTTP/2 to the proxy goes over TLS (forward mode, or an
+  ``https://`` base URL in reverse mode, trusting ``agentshark ca``).
 - ``request``: in reverse mode, the request is sent where its route says
   (:mod:`agentshark.proxy.routes`); one that no route takes is answered 502 here, with a
   JSON error saying which prefixes there are, and recorded.
@@ -20,11 +30,12 @@ The hooks run on mitmproxy's event loop: ``sink`` must be quick and thread-safe 
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 
 import orjson
-from mitmproxy import http
+from mitmproxy import http, tls
 
 from agentshark.errors import Diagnostic
 from agentshark.model import Exchange
@@ -32,6 +43,8 @@ from agentshark.proxy.routes import Route, choose
 from agentshark.sources.mitm import Chunks, ConnectionNames, flow_exchange
 
 __all__ = ["Recorder"]
+
+_log = logging.getLogger(__name__)
 
 
 class Recorder:
@@ -46,7 +59,18 @@ class Recorder:
         self._names = ConnectionNames("p")
         self.flows = 0
 
+    def tls_clienthello(self, data: tls.ClientHelloData) -> None:
+        data.establish_server_tls_first = True
+
     def requestheaders(self, flow: http.HTTPFlow) -> None:
+        req = flow.request
+        if req.method == "PRI" and req.path == "*" and req.http_version == "HTTP/2.0":
+            _log.warning(
+                "a client spoke HTTP/2 without TLS (h2c prior knowledge), which the proxy "
+                "does not: it was disconnected; use HTTP/1.1 with an http:// base URL, or "
+                "HTTP/2 over TLS (forward mode, or https:// to the proxy trusting `agentshark ca`)"
+            )
+            return  # refused by DisableH2C (see the module docstring)
         self._open[flow.id] = flow
 
     def request(self, flow: http.HTTPFlow) -> None:

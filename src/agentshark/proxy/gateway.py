@@ -1,8 +1,9 @@
 """mitmproxy's embedded master on a thread of its own, with the :class:`Recorder` addon.
 
 Only the addons a gateway needs are loaded (core, the proxy server, the layer and TLS
-configuration), none that prints flows: mitmproxy's own log goes through the one redactor
-to standard error, warnings and errors only, so no upstream key is ever written there.
+configuration, the refusal of cleartext HTTP/2), none that prints flows: mitmproxy's own log
+(and its addons' warnings on the root logger) goes through the one redactor to standard
+error, warnings and errors only, so no upstream key is ever written there.
 
 Modes (https://docs.mitmproxy.org/stable/concepts-modes/):
 
@@ -29,7 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mitmproxy import ctx, master, options
-from mitmproxy.addons import core, next_layer, proxyserver, tlsconfig
+from mitmproxy.addons import core, disable_h2c, next_layer, proxyserver, tlsconfig
 from mitmproxy.net import tls
 
 from agentshark.model import Exchange
@@ -88,6 +89,7 @@ class Gateway:
         logger = logging.getLogger("mitmproxy")
         logger.addHandler(self._log)
         logger.propagate = False
+        logging.getLogger().addHandler(self._log)  # addons that log to the root logger
         if self.config.keylog:
             tls.log_master_secret = tls.make_master_secret_logger(self.config.keylog)
         self._thread.start()
@@ -106,6 +108,7 @@ class Gateway:
                 self._master.shutdown()
         self._thread.join(timeout)
         logging.getLogger("mitmproxy").removeHandler(self._log)
+        logging.getLogger().removeHandler(self._log)
 
     def _main(self) -> None:
         try:
@@ -124,6 +127,7 @@ class Gateway:
             proxyserver.Proxyserver(),
             next_layer.NextLayer(),
             tlsconfig.TlsConfig(),
+            disable_h2c.DisableH2C(),  # h2c (upgrade or prior knowledge): mitmproxy has none
             self.recorder,
             _Ready(self),
         )

@@ -15,6 +15,13 @@ A file that cannot be opened (permissions, a directory) ends at once with
 while followed is still read through the open descriptor: a writer that holds it open can
 still append. ``tcpdump -C``/``-G`` rotation writes *new* names (``file``, ``file1``...):
 the followed name simply stops growing.
+
+A document (a HAR file, a cassette) is valid only whole, and its writers rewrite it: a
+gateway writes each new HAR entry over the closing brackets of the last
+(:class:`~agentshark.output.har_write.HarFile`), a tool saves a new version under the same
+name. Appended bytes mean nothing there, so :meth:`TailFile.whole` reads such a file whole
+again whenever it changed (its size, modification time or inode), a new file under the
+path being simply its next version.
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ class TailFile:
     ended: Diagnostic | None = None
     _fd: int | None = field(default=None, repr=False)
     _identity: tuple[int, int] | None = field(default=None, repr=False)
+    _version: tuple[int, int, int] | None = field(default=None, repr=False)  # for whole()
 
     def read(self) -> bytes:
         """What the file gained (at most ``chunk`` bytes); ``b""`` when nothing, when it
@@ -59,6 +67,38 @@ class TailFile:
             return data
         self._check()
         return b""
+
+    def whole(self) -> bytes | None:
+        """The file's whole content when it changed since the last call (or since it was
+        first read), else None: for documents (see the module docstring). A file under the
+        path that is not the one open is the document's next version: it is opened."""
+        if self.ended is not None:
+            return None
+        try:
+            st = Path(self.path).stat()
+        except FileNotFoundError:
+            return None  # between a writer's remove and its new file: the next look sees it
+        except OSError as exc:
+            self.ended = _unreadable(self.path, exc)
+            return None
+        version = (st.st_ino, st.st_size, st.st_mtime_ns)
+        if version == self._version:
+            return None
+        if self._fd is not None and (st.st_dev, st.st_ino) != self._identity:
+            self.close()
+            self._identity = None
+        if self._fd is None and not self._open():
+            return None
+        assert self._fd is not None
+        try:
+            size = os.fstat(self._fd).st_size
+            data = os.pread(self._fd, size, 0)
+        except OSError as exc:
+            self.ended = _unreadable(self.path, exc)
+            return None
+        self._version = version
+        self.position = len(data)
+        return data
 
     def pending(self) -> bool:
         """Whether the file holds bytes not read yet (a cheap ``fstat``)."""
