@@ -16,7 +16,9 @@ venv="$root/.venv-proxy"
 python="${PYTHON:-python3.11}"
 version() { "$venv/bin/python" -c "import importlib.metadata as m; print(m.version('mitmproxy'))"; }
 if [ -x "$venv/bin/python" ] && version >/dev/null 2>&1; then
-    echo "proxy_venv.sh: mitmproxy $(version) already in $venv"
+    # refreshed: the project's dependencies may have grown since the venv was made
+    "$venv/bin/pip" install -q -e "$root[proxy]" 2>&1 | { grep -v "^WARNING: Location" || true; }
+    echo "proxy_venv.sh: mitmproxy $(version) already in $venv, dependencies refreshed"
     exit 0
 fi
 "$python" -m venv "$venv"
