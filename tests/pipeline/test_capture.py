@@ -26,7 +26,7 @@ import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from cryptography import x509
@@ -156,9 +156,13 @@ def https_stub(tmp_path: Path) -> Iterator[tuple[int, Path]]:
 
 
 class _Capture:
-    """``agentshark capture`` as a child; its stdout lines as they come."""
+    """``agentshark capture`` as a child; its stdout lines as they come. Every one made is
+    stopped at the end of its test, however the test ended (:func:`_no_capture_left`)."""
+
+    made: ClassVar[list[_Capture]] = []
 
     def __init__(self, args: list[str]) -> None:
+        _Capture.made.append(self)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "agentshark", "capture", *args],
             stdout=subprocess.PIPE,
@@ -193,6 +197,22 @@ class _Capture:
         while (line := self.lines.get(timeout=10)) != "":
             self.out.append(line)
         return "".join(self.out), self.started + err, rc
+
+
+@pytest.fixture(autouse=True)
+def _no_capture_left() -> Iterator[None]:
+    """A test that failed half way (an SDK run timed out...) leaves no capture (and its
+    tcpdump) running."""
+    yield
+    while _Capture.made:
+        proc = _Capture.made.pop().proc
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
 
 
 def _sdk_run(port: int, cert: Path, keys: Path) -> list[dict[str, str]]:
