@@ -28,6 +28,7 @@ import json
 import os
 import queue
 import re
+import select
 import shutil
 import signal
 import socket
@@ -553,6 +554,81 @@ def port_is_free(port: int) -> bool:
         except OSError:
             return False
     return True
+
+
+class TlsRelay:
+    """A TLS server on 127.0.0.1:``front`` that passes each connection's plaintext on to
+    127.0.0.1:``back`` in cleartext: TLS for a capture whose own server cannot speak it the
+    way the client does (PostgreSQL 15 and direct TLS), or cannot write a key log (grpcio).
+    ``alpn``: the protocol it selects; ``keylog``: where its TLS sessions' secrets are written
+    (Python's ``SSLContext.keylog_filename``, on the server side). A connection whose first
+    byte is not a TLS record is passed on as it comes (libpq's cleartext CancelRequest).
+
+    It runs in a process of its own, spawned (not forked: the client's process may run
+    grpcio's threads), so a client that blocks its process (libpq's cancel holds the GIL
+    while it waits for the server to hang up) cannot stop it."""
+
+    def __init__(
+        self, cert: Path, key: Path, front: int, back: int, alpn: str, keylog: Path | None = None
+    ) -> None:
+        import multiprocessing
+
+        context = multiprocessing.get_context("spawn")
+        ready = context.Event()
+        args = (str(cert), str(key), front, back, alpn, str(keylog) if keylog else None, ready)
+        self.process = context.Process(target=_relay_main, args=args, daemon=True)
+        self.process.start()
+        if not ready.wait(30):
+            self.close()
+            raise ToolError(f"the TLS relay on 127.0.0.1:{front} did not start")
+
+    def close(self) -> None:
+        self.process.terminate()
+        self.process.join()
+
+
+def _relay_main(
+    cert: str, key: str, front: int, back: int, alpn: str, keylog: str | None, ready: Any
+) -> None:
+    import ssl
+
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    context.set_alpn_protocols([alpn])
+    if keylog is not None:
+        context.keylog_filename = keylog
+    listener = socket.create_server(("127.0.0.1", front))
+    ready.set()
+    while True:
+        raw, _ = listener.accept()
+        threading.Thread(target=_relay_one, args=(context, raw, back), daemon=True).start()
+
+
+def _relay_one(context: Any, raw: socket.socket, back: int) -> None:
+    raw.settimeout(10)
+    try:
+        first = raw.recv(1, socket.MSG_PEEK)
+        client = context.wrap_socket(raw, server_side=True) if first == b"\x16" else raw
+    except OSError:
+        raw.close()
+        return
+    client.settimeout(None)
+    server = socket.create_connection(("127.0.0.1", back))
+    ends = {client: server, server: client}
+    try:  # both directions in this one thread: an SSL socket is not read and written from two
+        while True:
+            pending = hasattr(client, "pending") and client.pending()
+            ready = [client] if pending else select.select(list(ends), [], [])[0]
+            for src in ready:
+                data = src.recv(65536)
+                if not data:
+                    return
+                ends[src].sendall(data)
+    except OSError:
+        return
+    finally:
+        client.close()
+        server.close()
 
 
 def is_listening(port: int) -> bool:

@@ -26,8 +26,12 @@ Cases:
   asks for the ``get_weather`` tool; the client executes it as the ``GetWeather`` RPC with
   the model's arguments, then sends the result back in a second chat request.
 
-TLS: grpcio's Python API has no way to write a TLS key log (the C core's key logging is not
-exposed), so every case is h2c.
+- ``grpc_sdk_tls``: the ``grpc_sdk_h2c`` calls over TLS. grpcio's Python API has no way to
+  write a TLS key log (the C core's key logging is not exposed), so the client is grpcio's
+  ``secure_channel`` (its own TLS, BoringSSL) and the server's side of the TLS is a relay of
+  this script (``genlib.TlsRelay``: Python's ``ssl``, ALPN ``h2``, writing ``keys.log``) in
+  front of the grpcio server, which listens in h2c on the next port; only the client's side
+  of the relay is captured.
 
 ``truth.json`` is written by the client from its own records only: each RPC's method, kind,
 compression, the messages it sent and received (``json_format.MessageToDict``, the proto3 JSON
@@ -80,12 +84,14 @@ class Case:
     port: int
     reflection: bool = False
     chat_port: int | None = None  # the chat server of the tool case
+    tls: bool = False  # through a TLS relay on ``port``; the server on ``port + 1``
 
 
 CASES = (
     Case("grpc_sdk_h2c", 18061),
     Case("grpc_sdk_reflection", 18062, reflection=True),
     Case("grpc_tool_chat", 18063, chat_port=18064),
+    Case("grpc_sdk_tls", 18065, tls=True),
 )
 
 
@@ -193,7 +199,7 @@ def serve(case: Case) -> Any:
             },
         )
         server.add_generic_rpc_handlers((v1,))
-    server.add_insecure_port(f"127.0.0.1:{case.port}")
+    server.add_insecure_port(f"127.0.0.1:{case.port + 1 if case.tls else case.port}")
     server.start()
     return server
 
@@ -356,14 +362,21 @@ def reflection_calls(channel: Any) -> list[dict[str, Any]]:
     return out
 
 
-def run_client(case: Case) -> dict[str, Any]:
+def run_client(case: Case, cert: Path | None = None) -> dict[str, Any]:
+    """``cert``: the TLS case's trust anchor (the relay's certificate)."""
     import grpc
     import toolbox_pb2 as pb
     import toolbox_pb2_grpc as pbg
 
     rec = Recorder()
     result: dict[str, Any] = {}
-    with grpc.insecure_channel(f"127.0.0.1:{case.port}") as channel:
+    target = f"127.0.0.1:{case.port}"
+    if cert is not None:
+        creds = grpc.ssl_channel_credentials(root_certificates=cert.read_bytes())
+        opened = grpc.secure_channel(target, creds)
+    else:
+        opened = grpc.insecure_channel(target)
+    with opened as channel:
         stub = pbg.ToolboxStub(channel)
         if not case.reflection:
             toolbox_calls(rec, stub)
@@ -549,12 +562,22 @@ def run_case(case: Case, tcpdump: str) -> None:
     if case.chat_port is not None:
         capture.argv[-1] = f"tcp port {case.port} or tcp port {case.chat_port}"
     server = serve(case)
-    t0 = time.time()
-    try:
-        capture.start()
-        result = run_tool_chat(case) if case.chat_port is not None else run_client(case)
-    finally:
-        server.stop(1).wait()
+    relay, cert = None, None
+    keylog = folder / "keys.log"
+    with tempfile.TemporaryDirectory(prefix="agentshark-grpc-tls-") as tmp:
+        if case.tls:
+            certs = genlib.make_test_certs(Path(tmp))
+            cert = certs["rsa"]
+            keylog.unlink(missing_ok=True)
+            relay = genlib.TlsRelay(cert, certs["rsa_key"], case.port, case.port + 1, "h2", keylog)
+        t0 = time.time()
+        try:
+            capture.start()
+            result = run_tool_chat(case) if case.chat_port is not None else run_client(case, cert)
+        finally:
+            if relay is not None:
+                relay.close()
+            server.stop(1).wait()
     counters = capture.stop(linger=0.7)
     shutil.copyfile(PROTO, folder / PROTO.name)
     truth = {
@@ -562,7 +585,11 @@ def run_case(case: Case, tcpdump: str) -> None:
         "made_by": MADE_BY,
         "port": case.port,
         "chat_port": case.chat_port,
-        "transport": "h2c (HTTP/2 cleartext, prior knowledge)",
+        "transport": (
+            "TLS (grpcio's client; the server's side by genlib.TlsRelay, keys.log), HTTP/2"
+            if case.tls
+            else "h2c (HTTP/2 cleartext, prior knowledge)"
+        ),
         "proto": f"{PROTO.name} (copied next to the pcap)",
         "software": genlib.package_versions(
             "grpcio", "grpcio-reflection", "grpcio-status", "protobuf", "openai"

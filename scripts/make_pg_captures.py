@@ -22,8 +22,9 @@ libpq 18 writes the session keys to ``keys.log`` (``sslkeylogfile``).
 ``pg_direct_tls`` is that session with PostgreSQL 17's direct TLS (``sslnegotiation=direct``:
 no SSLRequest, the ClientHello first with ALPN ``postgresql``). PostgreSQL 15 does not accept
 it, so a relay of this script on 127.0.0.1 terminates the TLS (Python's ``ssl``, ALPN
-``postgresql``) and passes the bytes on to the server in cleartext; only the client's side of
-the relay is captured.
+``postgresql``: ``genlib.TlsRelay``) and passes the bytes on to the server in cleartext; only
+the client's side of the relay is captured. libpq sends its CancelRequest in cleartext, which
+the relay passes on as it comes.
 
 ``truth.json`` holds the client's own record of each statement, in order: the query as
 psycopg sent it (``$n`` placeholders; the literal text for a ClientCursor), the parameters
@@ -81,7 +82,8 @@ def start_cluster(folder: Path, *, tls: bool = False) -> subprocess.Popen[bytes]
     """A throw-away cluster in ``folder``; ``tls``: with a self-signed certificate, so a
     client's SSLRequest is answered ``S``."""
     data = folder / "data"
-    port_free(PORT)
+    if not genlib.port_is_free(PORT):  # a cluster left running would answer in its place
+        raise genlib.ToolError(f"127.0.0.1:{PORT} is in use: stop what listens there")
     pwfile = folder / "pw"
     pwfile.write_text(PASSWORD + "\n")
     shutil.chown(folder, "postgres")
@@ -130,19 +132,6 @@ def start_cluster(folder: Path, *, tls: bool = False) -> subprocess.Popen[bytes]
     raise genlib.ToolError("postgres did not start")
 
 
-def port_free(port: int) -> None:
-    """Stop here if something already listens on ``port`` (a cluster left running would
-    answer pg_isready in the new one's place)."""
-    import socket
-
-    with socket.socket() as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as postgres binds
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError as exc:
-            raise genlib.ToolError(f"127.0.0.1:{port} is in use ({exc})") from exc
-
-
 def ssl_options(folder: Path, tls: bool) -> list[str]:
     if not tls:
         return ["-c", "ssl=off"]
@@ -158,75 +147,6 @@ def ssl_options(folder: Path, tls: bool) -> list[str]:
 
 
 RELAY_PORT = 54331
-
-
-class TlsRelay:
-    """Direct-TLS PostgreSQL on RELAY_PORT for a server that only knows SSLRequest: each
-    connection's TLS is terminated here (ALPN ``postgresql``, which libpq requires) and its
-    bytes are relayed both ways to the server on PORT. It runs in a process of its own: libpq's
-    cancel blocks the client's process while it waits for the server to hang up."""
-
-    def __init__(self, cert: Path, key: Path) -> None:
-        import multiprocessing
-        import socket
-        import ssl
-
-        self.context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        self.context.load_cert_chain(cert, key)
-        self.context.set_alpn_protocols(["postgresql"])
-        self.listener = socket.create_server(("127.0.0.1", RELAY_PORT))
-        self.process = multiprocessing.get_context("fork").Process(target=self._accept)
-        self.process.start()
-        self.listener.close()  # the relay's process has it
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                raw, _ = self.listener.accept()
-            except OSError:  # closed
-                return
-            threading.Thread(target=self._serve, args=(raw,), daemon=True).start()
-
-    def _serve(self, raw: Any) -> None:
-        """TLS when the client starts with a TLS record; otherwise (libpq's CancelRequest is
-        sent in cleartext) the bytes as they come, as PostgreSQL 17 takes both."""
-        import socket
-
-        raw.settimeout(10)
-        try:
-            first = raw.recv(1, socket.MSG_PEEK)
-            client = self.context.wrap_socket(raw, server_side=True) if first == b"\x16" else raw
-        except OSError:
-            raw.close()
-            return
-        client.settimeout(None)
-        server = socket.create_connection(("127.0.0.1", PORT))
-        self._pump(client, server)
-
-    @staticmethod
-    def _pump(client: Any, server: Any) -> None:
-        """Both directions in one thread (an SSL socket is not read and written from two)."""
-        import select
-
-        ends = {client: server, server: client}
-        try:
-            while True:
-                pending = hasattr(client, "pending") and client.pending()
-                ready = [client] if pending else select.select(list(ends), [], [])[0]
-                for src in ready:
-                    data = src.recv(65536)
-                    if not data:
-                        return
-                    ends[src].sendall(data)
-        except OSError:
-            return
-        finally:
-            client.close()
-            server.close()
-
-    def close(self) -> None:
-        self.process.terminate()
-        self.process.join()
 
 
 def placeholders(query: str) -> str:
@@ -485,7 +405,9 @@ def capture_statements(
     with tempfile.TemporaryDirectory(prefix="agentshark-pg-") as tmp:
         server = start_cluster(Path(tmp), tls=tls)
         if direct:
-            relay = TlsRelay(Path(tmp) / "rsa.pem", Path(tmp) / "rsa.key")
+            relay = genlib.TlsRelay(
+                Path(tmp) / "rsa.pem", Path(tmp) / "rsa.key", RELAY_PORT, PORT, "postgresql"
+            )
         capture = genlib.Tcpdump(tcpdump, pcap, port, buffer_kib=65536)
         try:
             capture.start()

@@ -22,12 +22,12 @@ from agentshark.framing.protobuf import decode_raw
 from agentshark.model import Exchange
 from agentshark.output.jsonreport import JsonReportWriter
 from agentshark.output.report import RenderOptions, exchange_json
-from agentshark.pipeline import run
+from agentshark.pipeline import Options, run
 from tests.helpers import ROOT
 
 DATA = ROOT / "tests" / "data" / "captures"
-H2C, REFLECTION, TOOL = (
-    DATA / n for n in ("grpc_sdk_h2c", "grpc_sdk_reflection", "grpc_tool_chat")
+H2C, REFLECTION, TOOL, TLS = (
+    DATA / n for n in ("grpc_sdk_h2c", "grpc_sdk_reflection", "grpc_tool_chat", "grpc_sdk_tls")
 )
 
 
@@ -36,8 +36,11 @@ def truth(folder: Path) -> dict[str, Any]:
     return out
 
 
-def grpc_exchanges(folder: Path) -> list[Exchange]:
-    items = run([str(folder / "capture.pcap")])
+def grpc_exchanges(folder: Path, *, keys: bool = True) -> list[Exchange]:
+    """The gRPC exchanges of the folder's capture, decrypted with its key log if it has one."""
+    keylog = folder / "keys.log"
+    logs = [str(keylog)] if keys and keylog.exists() else []
+    items = run([str(folder / "capture.pcap")], Options(keylogs=logs))
     return [
         x
         for x in items
@@ -131,6 +134,28 @@ def test_every_rpc_kind_message_by_message(named: bool) -> None:
         check_call(report, call, named=named)
         kinds.add(call["kind"])
     assert kinds == {"unary", "server_streaming", "client_streaming", "bidi_streaming"}
+
+
+def test_over_tls_every_rpc_as_over_h2c() -> None:
+    """grpcio's TLS client (the server's side by the script's relay, which wrote the key log):
+    the same RPCs, messages and statuses as in h2c, read through the decryption. The call past
+    its deadline is the client's own CANCEL reset there: the relay's extra hop made the client
+    give up before the server's DEADLINE_EXCEEDED came, so no status is on the wire."""
+    want = truth(TLS)
+    opts = RenderOptions(events=True, proto=_schemas())
+    exchanges = grpc_exchanges(TLS)
+    assert len(exchanges) == len(want["calls"]) == 8
+    assert all(
+        ex.tls and ex.tls["version"] == "TLS 1.3" and ex.tls["alpn"] == "h2" for ex in exchanges
+    )
+    for ex, call in zip(exchanges, want["calls"], strict=True):
+        report = exchange_json(ex, opts)
+        if ex.response is None:
+            assert call["code"] == "DEADLINE_EXCEEDED"
+            assert {"h2.stream_reset", "http.no_response"} <= {d.code for d in ex.diagnostics}
+            continue
+        check_call(report, call, named=True)
+    assert grpc_exchanges(TLS, keys=False) == []
 
 
 def test_status_details_and_deadline() -> None:
