@@ -62,6 +62,7 @@ INPUTS: tuple[Input, ...] = (
     _own("ws_sdk_realtime_deflate", "WebSocket, permessage-deflate, openai SDK Realtime"),
     _own("ws_h2_realtime", "WebSocket over HTTP/2 (RFC 8441)"),
     _own("grpc_sdk_h2c", "gRPC, grpcio: four RPC kinds, gzip, status details"),
+    _own("grpc_sdk_tls", "gRPC over TLS 1.3 (grpcio's client)", keys=True),
     _own("a2a_v1_grpc", "A2A over gRPC (a2a-sdk)"),
     _own("xai_chat_grpc", "xAI chat over gRPC (xai_sdk)"),
     _own("graphql_strawberry", "GraphQL over HTTP/1 (Strawberry)"),
