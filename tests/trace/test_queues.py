@@ -267,3 +267,33 @@ def test_the_redis_py_capture_s_lives() -> None:
     ]
     assert [x["runs"] for x in lives] == [[], [], []]
     assert lives[2]["events"][0]["connection"] != lives[2]["events"][1]["connection"]
+
+
+def test_a_returned_publish_is_joined_to_it() -> None:
+    """AMQP's basic.return gives a mandatory publish back: one life, ``returned``."""
+    cap = Capture()
+    pub = cap.op("c1", amqp("publish", routing_key="nowhere", message_id="m9"))
+    back = cap.op("c1", amqp("return", routing_key="nowhere", message_id="m9"))
+    assert shape(cap.lives()) == [([f"publish {pub}", f"return {back}"], "returned")]
+
+
+def test_the_rabbitmq_capture_s_lives() -> None:
+    """pika and Celery against RabbitMQ: every publish's life, from the client's records (five
+    work-queue messages, one nacked and redelivered, one rejected into the dead-letter queue,
+    the unroutable mandatory publish given back, the Celery task)."""
+    from agentshark.library.analyze import analyze
+    from tests.helpers import ROOT
+
+    folder = ROOT / "tests" / "data" / "captures" / "amqp_pika"
+    lives = analyze(str(folder / "capture.pcap")).to_json()["queue_messages"]
+    got = [([e["action"] for e in x["events"]], x["outcome"]) for x in lives]
+    assert got == [
+        (["publish", "deliver", "ack"], "acked"),
+        (["publish", "deliver", "nack", "deliver", "ack"], "acked"),
+        (["publish", "deliver", "reject"], "dead-lettered"),
+        (["publish", "deliver", "ack"], "acked"),
+        (["publish", "return"], "returned"),
+        (["publish", "deliver", "ack"], "acked"),
+        (["deliver", "ack"], "acked"),  # the dead letter's delivery, joined by x-death
+        (["publish", "deliver", "ack"], "acked"),  # the Celery task
+    ]

@@ -12,7 +12,7 @@ from agentshark.trace.queues import Life
 
 OUTCOME_TONES: dict[str, Tone] = {"unknown": "incomplete", "rejected": "error", "nacked": "error",
                  "dead-lettered": "error", "published-undelivered": "incomplete",
-                 "delivered-unsettled": "incomplete"}  # fmt: skip
+                 "returned": "error", "delivered-unsettled": "incomplete"}  # fmt: skip
 
 
 def identity_text(a: Mapping[str, object]) -> str:

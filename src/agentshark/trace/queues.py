@@ -33,8 +33,10 @@ Nothing is joined by time alone. A message whose other side is not in the input 
 of its own. Outcomes: ``acked``, ``nacked``, ``rejected`` (without requeue),
 ``dead-lettered``, ``requeued`` (a nack/reject with requeue and no redelivery seen),
 ``delivered`` (where the protocol has no settlement: a list pop, pub/sub, XREAD/XRANGE),
-``delivered-unsettled``, ``published-undelivered``, ``unknown`` (the last event's
-operation did not end in the capture: a gap or the capture's end hid what followed).
+``delivered-unsettled``, ``published-undelivered``, ``returned`` (AMQP's basic.return: the
+broker could not route a mandatory publish, joined to it like a delivery), ``unknown`` (the
+last event's operation did not end in the capture: a gap or the capture's end hid what
+followed).
 """
 
 from __future__ import annotations
@@ -175,6 +177,8 @@ def outcome(life: Life) -> str:
         return "unknown"
     if m.action in ("ack", "commit"):
         return "acked"
+    if m.action == "return":
+        return "returned"
     if m.action in ("nack", "reject"):
         if m.requeue:
             return "requeued"
@@ -299,6 +303,12 @@ class _State:
                 self.waiting.setdefault(key, deque()).append(life)
         elif m.action == "deliver":
             self._deliver(seen)
+        elif m.action == "return":  # the publish it gives back is not delivered
+            given, evidence = self._published(m)
+            if given is None:
+                self.new(seen, "first seen (its publish is not in the capture)")
+            else:
+                given.add(seen, evidence)
         elif m.action in SETTLE:
             self._settle(seen)
         else:
