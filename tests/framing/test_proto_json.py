@@ -267,3 +267,12 @@ def test_plain_messages_are_read_from_their_bytes() -> None:
     assert got is not None and got["inners"][0]["big"] == ["-1", str(2**62)]
     m.v_f = 1.5  # a float: left to the library
     assert WireJson(POOL).read("t.All", m.SerializeToString()) is None
+
+
+def test_a_field_number_out_of_range_is_left_to_the_library() -> None:
+    """Field numbers are 1 to 2**29 - 1: a tag of 0, or one whose varint is past 32 bits
+    (a byte mangled into a continuation), is corrupt to the library, so not read here."""
+    for wire in ("0001", "d880808010ca02"):
+        assert _library("t.All", bytes.fromhex(wire)) is None
+        assert WireJson(POOL).read("t.All", bytes.fromhex(wire)) is None
+    assert WireJson(POOL).read("t.All", bytes.fromhex("f8ffffff0f01")) == {}  # 2**29 - 1

@@ -218,8 +218,10 @@ class WireJson:
         """A field whose tag has no step: a packed run of a repeated number, or an unknown
         field (skipped); (next position, last field number)."""
         number, wire = tag >> 3, tag & 7
+        if number == 0 or tag >> 32:  # field numbers are 1 to 2**29 - 1: the library refuses
+            raise _GiveUpError
         field = plan.fields.get(number)
-        if field is None or number == 0:
+        if field is None:
             return self._skip(data, pos, end, number, wire), last
         again = number == last
         if number < last or not (field.packed and wire == _LEN):
