@@ -9,8 +9,14 @@ feedback that needs no coverage instrumentation.
 The campaign runs targets round-robin in slices of ``--slice`` seconds until each has
 ``--goal`` inputs or ``--until`` (HH:MM) comes; its state (inputs and findings per target)
 is kept in ``--out`` (bench/out/fuzz/ by default), so a stopped campaign resumes where it
-was. Slice ``n`` of a target mutates with ``random.Random(f"{target}:{n}")``: a finding is
-reproducible from its saved input alone, and a slice from its number.
+was. Slice ``n`` of a target mutates with ``random.Random(f"{target}:{epoch}:{n}")``, where
+``epoch`` is fixed when the state is created (so a campaign started afresh, after its state was
+lost, does not run the same inputs again): a finding is reproducible from its saved input alone,
+and a slice from the state's epoch and its number.
+
+Inputs run by earlier campaigns whose state is gone are counted from ``--earlier``
+(bench/fuzz_earlier.json: the per-target counts the session notes reported); ``run`` counts
+them towards ``--goal`` and ``status`` shows them beside the state's own.
 
 Each slice runs in a forked child (tests/fuzz/isolate.py) that writes every input into a
 ring of the last 8 before running it: when a C extension takes the child down (a segfault,
@@ -112,6 +118,8 @@ class Campaign:
         self.state: dict[str, Any] = {"targets": {}}
         if self.state_path.exists():
             self.state = json.loads(self.state_path.read_text())
+        # a state written before epochs existed keeps its slices' seeds (epoch "")
+        self.epoch: str = self.state.get("epoch", "")
         self.pools: dict[str, list[list[bytes]]] = {}
         self.sigs: dict[str, set[frozenset[tuple[str, str]]]] = {}
         self.ring: Ring | None = None  # the last inputs, kept for the parent (--isolate)
@@ -160,7 +168,8 @@ class Campaign:
             return 0
         stats = self.changed(target.name)
         number = stats["slices"]
-        rnd = random.Random(f"{target.name}:{number}")
+        seed = f"{target.name}:{self.epoch}:{number}" if self.epoch else f"{target.name}:{number}"
+        rnd = random.Random(seed)
         mutator = Mutator(rnd, target.tokens)
         mutable = [i for i in range(target.parts) if i not in target.fixed]
         sigs = self.sigs[target.name]
@@ -335,6 +344,15 @@ class Campaign:
         with (self.out / "log.jsonl").open("a") as f:
             f.write(json.dumps(record) + "\n")
 
+    def begin(self) -> None:
+        """Create the state file, with its epoch, if there is none yet."""
+        with (self.out / "state.lock").open("a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not self.state_path.exists():
+                self.state = {"targets": {}, "epoch": f"{time.time_ns():x}"}
+                self.epoch = self.state["epoch"]
+                self.state_path.write_text(json.dumps(self.state, indent=1))
+
     def save(self) -> None:
         """Write the entries this process changed into the state file, under a lock and
         over what is there now, so campaigns run side by side on disjoint ``--only`` lists
@@ -346,6 +364,8 @@ class Campaign:
                 state = json.loads(self.state_path.read_text())
             for name in self.touched:
                 state["targets"][name] = self.state["targets"][name]
+            if self.epoch:
+                state["epoch"] = self.epoch
             tmp = self.state_path.with_suffix(".tmp")
             tmp.write_text(json.dumps(state, indent=1))
             tmp.replace(self.state_path)
@@ -387,19 +407,25 @@ def cmd_run(args: argparse.Namespace) -> None:
     names = args.only.split(",") if args.only else list(TARGETS)
     deadline = deadline_of(args.until)
     deaths: dict[str, int] = {}  # native crashes per target in this run
+    earlier = load_earlier(args.earlier)
+    Campaign(out, args.slow, args.hang).begin()
+
+    def inputs(campaign: Campaign, name: str) -> int:
+        return int(campaign.stats(name)["inputs"]) + earlier.get(name, 0)
+
     while time.time() < deadline:
         campaign = Campaign(out, args.slow, args.hang)  # the state the last slice left
         todo = [
             n
             for n in names
-            if campaign.stats(n)["inputs"] < args.goal
+            if inputs(campaign, n) < args.goal
             and campaign.pool(TARGETS[n])
             and deaths.get(n, 0) < MAX_DEATHS
         ]
         if not todo:
             break
-        for name in sorted(todo, key=lambda n: campaign.stats(n)["inputs"]):
-            left = args.goal - campaign.stats(name)["inputs"]
+        for name in sorted(todo, key=lambda n: inputs(campaign, n)):
+            left = args.goal - inputs(campaign, name)
             seconds = min(args.slice, max(1.0, deadline - time.time()))
             if args.in_process:
                 campaign.slice(TARGETS[name], seconds, left)
@@ -439,27 +465,43 @@ def slice_forked(args: argparse.Namespace, target: Target, seconds: float, limit
     return how is None
 
 
+def load_earlier(path: str | None) -> dict[str, int]:
+    """Per target, the inputs earlier campaigns ran whose state is gone (``--earlier``)."""
+    if not path:
+        return {}
+    try:
+        data = json.loads(Path(path).read_text())
+        return {str(k): int(v) for k, v in data["targets"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        sys.exit(f"fuzz_campaign: --earlier {path}: {exc} (a JSON object with 'targets': "
+                 "{name: inputs}; pass --earlier '' to count none)")
+
+
 def cmd_status(args: argparse.Namespace) -> None:
-    """Per target: inputs run, wall and CPU seconds (CPU counted since the campaign logged
-    it), inputs per CPU second, pool size, slowest input (CPU s), findings."""
+    """Per target: inputs run by earlier campaigns (``--earlier``) and by this state, wall and
+    CPU seconds (CPU counted since the campaign logged it), inputs per CPU second, pool size,
+    slowest input (CPU s), findings."""
     path = Path(args.out) / "state.json"
     state = json.loads(path.read_text()) if path.exists() else {"targets": {}}
+    earlier = load_earlier(args.earlier)
     print(
-        f"{'target':24} {'inputs':>9} {'wall s':>7} {'cpu s':>7} {'per cpu s':>9} {'pool':>5} "
-        f"{'slowest':>7}  findings"
+        f"{'target':24} {'earlier':>9} {'inputs':>9} {'total':>9} {'wall s':>7} {'cpu s':>7} "
+        f"{'per cpu s':>9} {'pool':>5} {'slowest':>7}  findings"
     )
-    total = 0
+    total = before = 0
     for name in TARGETS:
         s = state["targets"].get(name, {"inputs": 0, "seconds": 0, "findings": {}})
         total += s["inputs"]
+        before += earlier.get(name, 0)
         cpu = s.get("cpu_seconds", 0.0)
         rate = f"{s.get('cpu_inputs', 0) / cpu:.0f}" if cpu else "-"
         finds = ", ".join(f"{k} x{v['count']}" for k, v in s["findings"].items()) or "-"
         print(
-            f"{name:24} {s['inputs']:>9} {s['seconds']:>7.0f} {cpu:>7.0f} {rate:>9} "
-            f"{s.get('pool', 0):>5} {s.get('max_input_s', 0):>7.3f}  {finds}"
+            f"{name:24} {earlier.get(name, 0):>9} {s['inputs']:>9} "
+            f"{earlier.get(name, 0) + s['inputs']:>9} {s['seconds']:>7.0f} {cpu:>7.0f} "
+            f"{rate:>9} {s.get('pool', 0):>5} {s.get('max_input_s', 0):>7.3f}  {finds}"
         )
-    print(f"{'total':24} {total:>9}")
+    print(f"{'total':24} {before:>9} {total:>9} {before + total:>9}")
 
 
 def cmd_replay(args: argparse.Namespace) -> None:
@@ -529,6 +571,11 @@ def cmd_seeds(args: argparse.Namespace) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", default=str(ROOT / "bench" / "out" / "fuzz"))
+    parser.add_argument(
+        "--earlier",
+        default=str(ROOT / "bench" / "fuzz_earlier.json"),
+        help="per-target inputs of earlier campaigns whose state is gone ('' for none)",
+    )
     parser.add_argument(
         "--malloc-check",
         action="store_true",
