@@ -3,8 +3,13 @@ message by message (sans-I/O: :class:`SessionCalls`, records in, calls out).
 
 A session is told from its handshake and first messages, in this order:
 
-1. OpenAI Realtime when the handshake went to ``…/realtime``;
-2. Gemini Live when the client's first message is a ``setup``;
+1. OpenAI Realtime when the handshake went to ``…/realtime``, Gemini Live when it went to
+   ``…BidiGenerateContent`` (:func:`~agentshark.apis.gemini.live.is_live_path`);
+2. Gemini Live when the client's first message is a ``setup``, or, in a session seen from its
+   middle (no handshake), when the first client message or the first server data message
+   (Live sends JSON in binary frames too) holds only Live message fields
+   (:func:`~agentshark.apis.gemini.live.is_live_message`; its calls then lack the setup:
+   each is incomplete);
 3. OpenAI Realtime when the server's first text message is ``session.created``
    (:func:`~agentshark.apis.openai.realtime.is_realtime`), or, in a session seen from its
    middle (no handshake: no request), any Realtime server event (its first call is then
@@ -25,11 +30,11 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from agentshark.apis.gemini.live import LiveCalls, is_live
+from agentshark.apis.gemini.live import LiveCalls, is_live, is_live_message, is_live_path
 from agentshark.apis.model import Call
 from agentshark.apis.openai.realtime import RealtimeCalls, is_realtime, is_realtime_event
 from agentshark.apis.session_evidence import SessionItem
-from agentshark.framing.websocket import TEXT
+from agentshark.framing.websocket import BINARY, TEXT
 from agentshark.model import Exchange, WsLoss, WsRecord
 
 __all__ = ["SessionCalls"]
@@ -40,7 +45,16 @@ _Reader = RealtimeCalls | LiveCalls
 class SessionCalls:
     """The calls of one WebSocket session, its handshake exchange given first."""
 
-    __slots__ = ("_client", "_exchange", "_held", "_next_id", "_reader", "_server", "decided")
+    __slots__ = (
+        "_client",
+        "_data",
+        "_exchange",
+        "_held",
+        "_next_id",
+        "_reader",
+        "_server",
+        "decided",
+    )
 
     def __init__(self, exchange: Exchange, next_id: Callable[[], str]) -> None:
         self._exchange = exchange
@@ -49,10 +63,14 @@ class SessionCalls:
         self._held: list[SessionItem] = []
         self._client: WsRecord | None = None  # the first client message
         self._server: WsRecord | None = None  # the first server text message
+        self._data: WsRecord | None = None  # the first server data message (text or binary)
         self.decided = False
         req = exchange.request
-        if req is not None and urlsplit(req.url).path.rstrip("/").endswith("/realtime"):
+        path = urlsplit(req.url).path.rstrip("/") if req is not None else ""
+        if path.endswith("/realtime"):
             self._decide(RealtimeCalls(exchange, next_id))
+        elif is_live_path(path):
+            self._decide(LiveCalls(exchange, next_id))
 
     def feed(self, records: Iterable[SessionItem]) -> list[Call]:
         """Records (and losses) in the order they were read: the calls they make final."""
@@ -68,10 +86,13 @@ class SessionCalls:
             m = record.message
             if m.direction == 0 and self._client is None:
                 self._client = record
-            elif m.direction == 1 and m.opcode == TEXT and self._server is None:
-                self._server = record
+            elif m.direction == 1 and m.opcode in (TEXT, BINARY):
+                if self._data is None:
+                    self._data = record
+                if m.opcode == TEXT and self._server is None:
+                    self._server = record
         both = self._client is not None and self._server is not None
-        if not both and not self._says_live():
+        if not both and not self._says_live() and not self._live_midway():
             return []  # either family may still be the one
         return self._choose()
 
@@ -85,10 +106,19 @@ class SessionCalls:
     def _says_live(self) -> bool:
         return self._client is not None and is_live(self._probe([self._client]))
 
+    def _live_midway(self) -> bool:
+        """A session seen from its middle whose first client or server data message is a
+        Live message."""
+        if self._exchange.request is not None:
+            return False
+        return any(r is not None and is_live_message(r) for r in (self._client, self._data))
+
     def _choose(self) -> list[Call]:
         ex = self._exchange
         if self._says_live():
             self._decide(LiveCalls(ex, self._next_id))
+        elif self._live_midway():
+            self._decide(LiveCalls(ex, self._next_id, from_middle=True))
         elif self._server is not None and is_realtime(self._probe([self._server])):
             self._decide(RealtimeCalls(ex, self._next_id))
         elif self._server is not None and ex.request is None and self._midway():

@@ -27,7 +27,7 @@ from agentshark.apis.model import (
 )
 from agentshark.errors import Diagnostic
 from agentshark.model import Exchange
-from agentshark.output.census import Census, plural, reasons
+from agentshark.output.census import Census, plural, reasons, unsaid_reason
 from agentshark.output.report import RenderOptions
 from agentshark.output.screen import Column, PlainScreen, Screen, Table, Tone, severity_tone
 from agentshark.pipeline import Item, SourceReport
@@ -149,13 +149,12 @@ class CallsTextWriter:
             tone: Tone = "error" if d.severity == "error" else "incomplete"
             self._screen.line(("    ", None), (f"! {d.code}: {d.message}{where}", tone))
         if not why:
+            text = unsaid_reason(call)
+            if text.startswith("its exchange"):
+                text += " (see `agentshark exchanges`)"
             self._screen.line(
                 ("    ", None),
-                (
-                    f"! incomplete: its exchange {call.exchange_id} did not end in the capture "
-                    "(see `agentshark exchanges`)",
-                    "incomplete",
-                ),
+                (f"! incomplete: {text}", "incomplete"),
             )
         self._unfinished.pop(call.exchange_id, None)
 

@@ -42,6 +42,19 @@ def reasons(diagnostics: Sequence[Diagnostic]) -> list[Diagnostic]:
     return sorted(found, key=lambda d: not d.code.startswith(_CAUSES))
 
 
+_CUT_SHORT = ("interrupted", "cancelled", "incomplete", "failed")
+
+
+def unsaid_reason(call: Call) -> str:
+    """Why ``call`` is incomplete when no diagnostic says so: it ended with a finish reason
+    that is not a whole answer (a Live turn ``interrupted``, a Realtime response
+    ``cancelled``), or else its exchange did not end in the capture."""
+    cut = [r for r in call.finish_reasons if r in _CUT_SHORT]
+    if cut:
+        return f"it ended {', '.join(cut)} (its finish reason): not a whole answer"
+    return f"its exchange {call.exchange_id} did not end in the capture"
+
+
 class Census:
     def __init__(self, inputs: int) -> None:
         self.inputs = inputs

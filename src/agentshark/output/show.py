@@ -39,6 +39,7 @@ from agentshark.apis.model import (
     part_json,
 )
 from agentshark.errors import Diagnostic
+from agentshark.output.census import unsaid_reason
 from agentshark.output.redact import REDACTION, redactor
 from agentshark.output.screen import Line, PlainScreen, Screen, Tone, neutralize, severity_tone
 
@@ -272,8 +273,7 @@ def _header(call: Call, view: _View, exchange_diagnostics: Sequence[Diagnostic])
             where = f" at {d.location}" if d.location else ""
             field("incomplete", f"{d.severity} {d.code}{where}: {d.message}", "incomplete")
         if not exchange_diagnostics and all(d.severity == "info" for d in call.diagnostics):
-            text = f"its exchange {call.exchange_id} did not end in the capture"
-            field("incomplete", text, "incomplete")
+            field("incomplete", unsaid_reason(call), "incomplete")
     return lines
 
 

@@ -20,7 +20,7 @@ import orjson
 
 from agentshark.apis.model import Call, Json, ToolCallResponsePart
 from agentshark.output.calls_text import error_text
-from agentshark.output.census import Census, plural, reasons
+from agentshark.output.census import Census, plural, reasons, unsaid_reason
 from agentshark.output.queue_text import life_lines, messaging_line
 from agentshark.output.redact import redactor
 from agentshark.output.screen import Line, Node, PlainScreen, Screen, Seg, Tone, severity_tone
@@ -106,7 +106,7 @@ class TraceTextWriter:
         exchange = self._census.unfinished.get(call.exchange_id, []) if self._census else []
         why = reasons([*exchange, *call.diagnostics])
         if not why:
-            return ("INCOMPLETE (its exchange did not end in the capture)", "incomplete")
+            return (f"INCOMPLETE ({unsaid_reason(call)})", "incomplete")
         return (f"INCOMPLETE ({why[0].code}: {why[0].message})", "incomplete")
 
     def _header(self, n: int, trace: Trace, by_id: dict[str, Call]) -> Line:

@@ -59,7 +59,7 @@ from agentshark.errors import Diagnostic
 from agentshark.framing.websocket import BINARY, TEXT
 from agentshark.model import Exchange, WsLoss, WsRecord
 
-__all__ = ["API", "LiveCalls", "is_live", "live_calls"]
+__all__ = ["API", "LiveCalls", "is_live", "is_live_message", "is_live_path", "live_calls"]
 
 API = "gemini.live"
 
@@ -77,6 +77,20 @@ def _event(record: WsRecord) -> dict[str, Json] | None:
     return {camel(k): v for k, v in value.items()}
 
 
+_CLIENT = frozenset(("setup", "clientContent", "realtimeInput", "toolResponse"))
+_SERVER = frozenset(
+    (
+        "setupComplete",
+        "serverContent",
+        "toolCall",
+        "toolCallCancellation",
+        "usageMetadata",
+        "goAway",
+        "sessionResumptionUpdate",
+    )
+)
+
+
 def is_live(exchange: Exchange) -> bool:
     """The session's first client message is a Live ``setup``."""
     for record in exchange.messages or ():
@@ -84,6 +98,23 @@ def is_live(exchange: Exchange) -> bool:
             event = _event(record)
             return event is not None and isinstance(event.get("setup"), dict)
     return False
+
+
+def is_live_path(path: str) -> bool:
+    """A handshake path of the Live API: the Gemini API's
+    ``…GenerativeService.BidiGenerateContent`` (``…Constrained`` with an ephemeral token) or
+    Vertex AI's ``…LlmBidiService/BidiGenerateContent``."""
+    return path.rstrip("/").endswith(("BidiGenerateContent", "BidiGenerateContentConstrained"))
+
+
+def is_live_message(record: WsRecord) -> bool:
+    """A message only a Live session sends: a JSON object whose keys are all Live client
+    message fields (client side) or server message fields (server side), in either form."""
+    event = _event(record)
+    if not event:
+        return False
+    known = _CLIENT if record.message.direction == 0 else _SERVER
+    return all(k in known for k in event)
 
 
 @dataclass(slots=True)
@@ -128,10 +159,18 @@ class LiveCalls:
 
     __slots__ = ("_declared", "_s", "_timed")
 
-    def __init__(self, exchange: Exchange, next_id: Callable[[], str]) -> None:
+    def __init__(
+        self, exchange: Exchange, next_id: Callable[[], str], *, from_middle: bool = False
+    ) -> None:
+        """``from_middle``: the session's ``setup`` is not in the capture (the capture started
+        after it): the model, tools and instructions in force are unknown, and the first
+        call's evidence is not whole."""
         self._s = _Live(exchange, next_id)
         self._timed = False  # a message had a time
         self._declared = [False, False]  # a WsLoss came, per direction, since its last message
+        if from_middle:
+            self._s.lost.append("the session started before the capture (no setup)")
+            self._s.config_lost = "the session's setup was sent before the capture"
 
     def feed(self, item: SessionItem) -> list[Call]:
         """The calls ``item`` (the next message read, either direction, or a loss) makes
