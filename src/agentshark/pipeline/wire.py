@@ -115,8 +115,6 @@ class WireSession:
             params = op.details.get("parameters")
             if isinstance(params, dict):
                 self._database = str(params.get("database") or params.get("user") or "")
-        elif op.error is None and isinstance(op.details.get("use_database"), str):
-            self._database = op.details["use_database"]  # MySQL's COM_INIT_DB
         url = f"{self._proto.scheme}://{self._server}/{self._database}"
         version = self._proto.name
         request = Request(

@@ -330,6 +330,8 @@ class MySession:
             elif head is not None and head.command == "CHANGE_USER":
                 self._count_auth(head)
             return
+        if body is not None and not body:
+            raise BadPacketError("an empty packet where a command was due")
         self._readers[1].rearm()
         if not self._count and not self._queue and self._caps == 0:
             self.diagnostics.append(
@@ -460,12 +462,14 @@ class MySession:
         stmt = self._statements.get(stmt_id)
         if flags:
             op.details["cursor_flags"] = flags
-        if stmt is None:
+        if stmt is None:  # what the request asks cannot be read whole
+            op.request_complete = False
             op.diagnostics.append(
                 Diagnostic(
                     code="mysql.unknown_statement",
-                    message=f"statement {stmt_id} was prepared before the capture started: "
-                    "its SQL and its parameters are not known",
+                    message=f"statement {stmt_id} was prepared out of the capture's sight "
+                    "(before it started, or its answer was lost): its SQL and its parameters "
+                    "are not known",
                     location=f"{self.location} client byte {packet.offset}",
                     severity="info",
                 )
@@ -476,8 +480,18 @@ class MySession:
         count = stmt.params
         if self._caps & CLIENT_QUERY_ATTRIBUTES and flags & 0x08:  # PARAMETER_COUNT_AVAILABLE
             count = cur.lenenc() or 0
-        if count:
-            op.parameters = self._bound_values(cur, count, stmt, False)
+        try:
+            if count:
+                op.parameters = self._bound_values(cur, count, stmt, False)
+        except BadPacketError as exc:
+            op.request_complete = False
+            op.diagnostics.append(
+                Diagnostic(
+                    code="mysql.parameters",
+                    message=f"the parameters of this execute are not read: {exc}",
+                    location=f"{self.location} client byte {packet.offset}",
+                )
+            )
         stmt.long_data.clear()
 
     def _bound_values(
@@ -520,6 +534,17 @@ class MySession:
         body = packet.body
         if op is None:  # no greeting seen (the TLS part of a connection, or cut before)
             op = self._login = _Op("startup", "CONNECT", None, packet.ts)
+            if packet.seq == 1:  # not after an SSLRequest: the greeting was not captured
+                op.lost = True
+                op.diagnostics.append(
+                    Diagnostic(
+                        code="mysql.no_greeting",
+                        message="the server's greeting was not captured: its version and "
+                        "capabilities are not known",
+                        location=f"{self.location} client byte {packet.offset}",
+                        severity="info",
+                    )
+                )
         if body is None:
             op.request_complete = False
             return
@@ -580,7 +605,7 @@ class MySession:
     def _server(self, packet: MyPacket, out: list[Operation]) -> None:
         body = packet.body
         fresh = self._login is None and not self._count and not self._queue
-        if fresh and packet.seq == 0 and body is not None and body[:1] in (b"\x0a", b"\xff"):
+        if fresh and packet.seq == 0 and (body is None or body[:1] in (b"\x0a", b"\xff")):
             self._login = _Op("startup", "CONNECT", None, packet.ts)
         op = self._head()
         if op is None:
@@ -600,6 +625,8 @@ class MySession:
         if body is None:
             self._damaged(op, packet)
             return
+        if not body:
+            raise BadPacketError("an empty packet where an answer was due")
         if op is self._login:
             self._server_login(op, packet, body, out)
         else:
@@ -646,6 +673,17 @@ class MySession:
     def _login_done(self, op: _Op, packet: MyPacket, out: list[Operation]) -> None:
         self._login = None
         op.details.pop("server_capabilities_value", None)
+        if "client" not in op.details:  # no HandshakeResponse (lost, or none was sent)
+            op.request_complete = False
+            op.diagnostics.append(
+                Diagnostic(
+                    code="mysql.login_unseen",
+                    message="no HandshakeResponse of this connection was captured: who "
+                    "logged in, and how, is not known",
+                    location=f"{self.location} server byte {packet.offset}",
+                    severity="info",
+                )
+            )
         out.append(self._done(op, packet.ts, complete=not op.lost and op.request_complete))
 
     def _answer(self, op: _Op, packet: MyPacket, body: bytes, out: list[Operation]) -> None:
