@@ -314,3 +314,14 @@ def test_empty_packets_are_diagnosed() -> None:
     select = ops[1]
     assert select.statement == "SELECT 1" and not select.response_complete
     assert [d.code for d in select.diagnostics] == ["mysql.malformed", "mysql.unanswered"]
+
+
+def test_a_header_alone_after_a_gap_is_no_command() -> None:
+    """After a boundary gap, a segment of a packet header with nothing after it does not
+    resynchronize the client's side (a fuzz finding: an IndexError)."""
+    dec = decoder()
+    for d, data in connect(m.BASE_CAPS):
+        dec.feed(d, data, 1.0)
+    dec.gap(0, 10, 2.0)
+    assert dec.feed(0, b"\x05\x00\x00\x00", 2.1) == []
+    assert [d.code for d in dec.diagnostics] == ["mysql.gap"]

@@ -35,42 +35,29 @@ authentication, inflated by :class:`~agentshark.wire.mysql_frames.MyReader`;
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
 
 from agentshark.errors import Diagnostic
 from agentshark.wire.events import Json, Operation, TlsSwitch
-from agentshark.wire.mysql_frames import FULL, MyPacket, MyReader
+from agentshark.wire.mysql_answers import AnswerReader, Pending, Statement
+from agentshark.wire.mysql_frames import MyPacket, MyReader
 from agentshark.wire.mysql_parse import (
     CLIENT_COMPRESS,
-    CLIENT_DEPRECATE_EOF,
-    CLIENT_OPTIONAL_RESULTSET_METADATA,
     CLIENT_PROTOCOL_41,
     CLIENT_QUERY_ATTRIBUTES,
     CLIENT_SSL,
     CLIENT_ZSTD_COMPRESSION,
     COMMAND_NAMES,
-    MARIADB_CLIENT_EXTENDED_METADATA,
-    SERVER_MORE_RESULTS_EXISTS,
-    UNSIGNED_FLAG,
     BadPacketError,
     Reader,
-    binary_row,
     binary_value,
     capability_names,
-    column_definition,
-    eof_packet,
     error_packet,
     greeting,
     handshake_response,
-    ok_packet,
-    text_row,
 )
 from agentshark.wire.pgsql_parse import command_verb, value_json
 
 PROTOCOL = "mysql"
-MAX_VALUES = 1000  # result rows kept per operation (their count is always exact)
-MAX_VALUE_BYTES = 1 << 20  # bytes of result rows kept per operation
-SERVER_STATUS_CURSOR_EXISTS = 0x0040
 
 # what answers each command (the rest: an OK or an ERR)
 _ANSWERS = {
@@ -129,47 +116,7 @@ def sniff_mysql(client: bytes, server: bytes, port: int) -> bool | None:
     return None if not server and len(client) < 36 else False
 
 
-@dataclass(slots=True)
-class _Statement:
-    """A prepared statement: its SQL, and what the server and the last execute said."""
-
-    sql: str | None
-    params: int
-    columns: int
-    types: list[tuple[int, int]] = field(default_factory=list)  # bound (type, flags)
-    result_types: list[tuple[int, bool]] = field(default_factory=list)
-    long_data: dict[int, bytes] = field(default_factory=dict)
-
-
-@dataclass(slots=True)
-class _Op:
-    kind: str
-    command: str | None
-    statement: str | None
-    started: float
-    answer: str = "ok"  # what answers it (see _ANSWERS)
-    phase: str = "head"
-    parameters: list[Json] = field(default_factory=list)
-    request_complete: bool = True
-    request_ended: float | None = None
-    response_started: float | None = None
-    lost: bool = False  # a packet of its answer was lost or damaged
-    result: str | None = None
-    rows: int | None = None
-    columns: list[str] = field(default_factory=list)
-    types: list[tuple[int, bool]] = field(default_factory=list)
-    binary: bool = False  # its rows are binary-protocol rows
-    want: int = 0  # column definitions still to come (of the phase)
-    error: dict[str, Json] | None = None
-    values: list[list[Json]] = field(default_factory=list)
-    value_bytes: int = 0
-    values_cut: bool = False
-    statement_id: int | None = None
-    details: dict[str, Json] = field(default_factory=dict)
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-
-
-class MySession:
+class MySession(AnswerReader):
     """Both directions of one MySQL connection; see the module docstring."""
 
     __slots__ = (
@@ -194,10 +141,10 @@ class MySession:
             MyReader(client=True, location=f"{location} client"),
             MyReader(client=False, location=f"{location} server"),
         )
-        self._queue: deque[_Op] = deque()
-        self._login: _Op | None = None  # the connection phase, until its OK or ERR
+        self._queue: deque[Pending] = deque()
+        self._login: Pending | None = None  # the connection phase, until its OK or ERR
         self._caps = 0  # the capabilities both sides have (0: no handshake seen)
-        self._statements: dict[int, _Statement] = {}
+        self._statements: dict[int, Statement] = {}
         self._count = 0
         self._encrypted = False
         self._switch: TlsSwitch | None = None
@@ -269,7 +216,7 @@ class MySession:
         self._login = None
         return out
 
-    def _waiting(self) -> list[_Op]:
+    def _waiting(self) -> list[Pending]:
         ops = [self._login] if self._login is not None else []
         return ops + list(self._queue)
 
@@ -307,7 +254,7 @@ class MySession:
         else:
             self.diagnostics.append(note)
 
-    def _head(self) -> _Op | None:
+    def _head(self) -> Pending | None:
         if self._login is not None:
             return self._login
         return self._queue[0] if self._queue else None
@@ -346,7 +293,7 @@ class MySession:
             self._caps = CLIENT_PROTOCOL_41
         self._end_waiting(packet, out)
         if body is None:  # damaged: what it asked is not known
-            op = _Op("command", None, None, packet.ts, request_complete=False)
+            op = Pending("command", None, None, packet.ts, request_complete=False)
             op.answer = "unknown"
             op.request_ended = packet.ts
             self._queue.append(op)
@@ -371,7 +318,7 @@ class MySession:
                 )
             out.append(self._done(op, None, complete=False))
 
-    def _prepared_whole(self, op: _Op) -> bool:
+    def _prepared_whole(self, op: Pending) -> bool:
         """A prepare whose definitions all came, waiting only on the EOF that ends them
         (there is none with CLIENT_DEPRECATE_EOF, which no handshake said)."""
         if op.kind != "prepare" or op.lost:
@@ -391,7 +338,7 @@ class MySession:
             if stmt is not None:
                 stmt.long_data[param] = stmt.long_data.get(param, b"") + cur.rest()
             return
-        op = _Op(_KINDS.get(code, "command"), name, None, packet.ts)
+        op = Pending(_KINDS.get(code, "command"), name, None, packet.ts)
         op.answer = _ANSWERS.get(code, "ok")
         op.request_ended = packet.ts
         if code == 0x03:
@@ -444,7 +391,7 @@ class MySession:
             )
         self._queue.append(op)
 
-    def _query_text(self, cur: Reader, op: _Op) -> str:
+    def _query_text(self, cur: Reader, op: Pending) -> str:
         """COM_QUERY's SQL, after the query attributes when ``CLIENT_QUERY_ATTRIBUTES``."""
         if self._caps & CLIENT_QUERY_ATTRIBUTES:
             count = cur.lenenc() or 0
@@ -453,7 +400,7 @@ class MySession:
                 op.details["query_attributes"] = self._bound_values(cur, count, None, True)
         return cur.rest().decode("utf-8", "replace")
 
-    def _execute(self, cur: Reader, op: _Op, packet: MyPacket) -> None:
+    def _execute(self, cur: Reader, op: Pending, packet: MyPacket) -> None:
         stmt_id = cur.number(4)
         flags = cur.number(1)
         cur.number(4)  # iteration count: always 1
@@ -495,7 +442,7 @@ class MySession:
         stmt.long_data.clear()
 
     def _bound_values(
-        self, cur: Reader, count: int, stmt: _Statement | None, named: bool
+        self, cur: Reader, count: int, stmt: Statement | None, named: bool
     ) -> list[Json]:
         """The NULL bitmap, the types when newly bound (and names, for query attributes),
         then each value by its type; a parameter sent as long data takes that."""
@@ -533,7 +480,7 @@ class MySession:
         op = self._login
         body = packet.body
         if op is None:  # no greeting seen (the TLS part of a connection, or cut before)
-            op = self._login = _Op("startup", "CONNECT", None, packet.ts)
+            op = self._login = Pending("startup", "CONNECT", None, packet.ts)
             if packet.seq == 1:  # not after an SSLRequest: the greeting was not captured
                 op.lost = True
                 op.diagnostics.append(
@@ -578,12 +525,17 @@ class MySession:
             )
 
     def _ssl_request(
-        self, packet: MyPacket, op: _Op, client: dict[str, Json], caps: int, out: list[Operation]
+        self,
+        packet: MyPacket,
+        op: Pending,
+        client: dict[str, Json],
+        caps: int,
+        out: list[Operation],
     ) -> None:
         if not caps & CLIENT_SSL:
             raise BadPacketError("a 32-byte handshake response without CLIENT_SSL")
         self._login = None
-        ssl = _Op("ssl_request", "SSLRequest", None, op.started)
+        ssl = Pending("ssl_request", "SSLRequest", None, op.started)
         ssl.details = {**op.details, "client": client}
         ssl.details.pop("server_capabilities_value", None)
         ssl.request_ended = packet.ts
@@ -597,7 +549,7 @@ class MySession:
         offsets = (client_reader.boundary, server_reader.boundary)
         self._switch = TlsSwitch(offsets, (client_reader.take_rest(), server_reader.take_rest()))
 
-    def _count_auth(self, op: _Op) -> None:
+    def _count_auth(self, op: Pending) -> None:
         op.details["password_messages"] = int(op.details.get("password_messages", 0)) + 1
 
     # -- the server -------------------------------------------------------------------------
@@ -606,7 +558,7 @@ class MySession:
         body = packet.body
         fresh = self._login is None and not self._count and not self._queue
         if fresh and packet.seq == 0 and (body is None or body[:1] in (b"\x0a", b"\xff")):
-            self._login = _Op("startup", "CONNECT", None, packet.ts)
+            self._login = Pending("startup", "CONNECT", None, packet.ts)
         op = self._head()
         if op is None:
             if not self._unpaired:
@@ -632,7 +584,7 @@ class MySession:
         else:
             self._answer(op, packet, body, out)
 
-    def _damaged(self, op: _Op, packet: MyPacket) -> None:
+    def _damaged(self, op: Pending, packet: MyPacket) -> None:
         if op.phase == "rows" and packet.too_large:  # only a row is that long
             op.rows = (op.rows or 0) + 1
             op.values_cut = True
@@ -641,7 +593,9 @@ class MySession:
         if op.phase not in ("rows", "stream"):
             op.phase = "lost"  # where its answer goes on cannot be told
 
-    def _server_login(self, op: _Op, packet: MyPacket, body: bytes, out: list[Operation]) -> None:
+    def _server_login(
+        self, op: Pending, packet: MyPacket, body: bytes, out: list[Operation]
+    ) -> None:
         head = body[0]
         if head == 0x0A and "server" not in op.details:
             server = greeting(body)
@@ -670,7 +624,7 @@ class MySession:
         else:
             raise BadPacketError(f"{head:#04x} is no packet of the connection phase")
 
-    def _login_done(self, op: _Op, packet: MyPacket, out: list[Operation]) -> None:
+    def _login_done(self, op: Pending, packet: MyPacket, out: list[Operation]) -> None:
         self._login = None
         op.details.pop("server_capabilities_value", None)
         if "client" not in op.details:  # no HandshakeResponse (lost, or none was sent)
@@ -686,192 +640,14 @@ class MySession:
             )
         out.append(self._done(op, packet.ts, complete=not op.lost and op.request_complete))
 
-    def _answer(self, op: _Op, packet: MyPacket, body: bytes, out: list[Operation]) -> None:
-        """One packet of the answer to the oldest command waiting."""
-        phase, head = op.phase, body[0]
-        if phase in ("lost", "stream") or op.answer in ("stream", "unknown"):
-            op.details["packets"] = int(op.details.get("packets", 0)) + 1
-            return
-        if head == 0xFF and phase in ("head", "rows", "eof", "infile"):
-            op.error = error_packet(body)
-            self._finish(op, packet, out)
-            return
-        if op.answer == "none":
-            raise BadPacketError(f"COM_{op.command} has no answer")
-        if op.answer == "string":
-            op.result = body.decode("utf-8", "replace")
-            self._finish(op, packet, out)
-        elif op.answer in ("ok", "eof"):
-            self._ok_answer(op, packet, body, out)
-        elif op.answer == "prepare":
-            self._prepare_answer(op, packet, body, out)
-        elif op.answer == "field_list":
-            if head == 0xFE and len(body) < 9:
-                op.result = "EOF"
-                self._finish(op, packet, out)
-            else:
-                op.columns.append(column_definition(body, self._extended)[0])
-        else:
-            self._results(op, packet, body, out)
-
-    @property
-    def _extended(self) -> bool:
-        return bool(self._caps & MARIADB_CLIENT_EXTENDED_METADATA)
-
-    def _ok_answer(self, op: _Op, packet: MyPacket, body: bytes, out: list[Operation]) -> None:
-        head = body[0]
-        if head == 0x00:
-            op.details.update(ok_packet(body, self._caps))
-            op.result = "OK"
-        elif head == 0xFE and len(body) == 5:
-            op.details.update(eof_packet(body))
-            op.result = "EOF"
-        elif head == 0xFE and op.command == "CHANGE_USER":
-            op.details["auth_switch"] = Reader(body, 1).cstring() if len(body) > 1 else None
-            return
-        elif head == 0x01 and op.command == "CHANGE_USER":
-            return  # AuthMoreData
-        else:
-            raise BadPacketError(f"{head:#04x} answers no COM_{op.command}")
-        self._finish(op, packet, out)
-
-    def _prepare_answer(self, op: _Op, packet: MyPacket, body: bytes, out: list[Operation]) -> None:
-        """COM_STMT_PREPARE_OK, the parameters' definitions and their EOF (none with
-        CLIENT_DEPRECATE_EOF), the columns' and theirs."""
-        phase = op.phase
-        if phase == "head":
-            if body[0] != 0x00:
-                raise BadPacketError(f"{body[0]:#04x} begins no COM_STMT_PREPARE_OK")
-            cur = Reader(body, 1)
-            stmt_id, columns, params = cur.number(4), cur.number(2), cur.number(2)
-            cur.number(1)
-            if cur.left >= 2:
-                op.details["warnings"] = cur.number(2)
-            op.statement_id = stmt_id
-            op.result = "PREPARE_OK"
-            op.details.update(statement_id=stmt_id, parameter_count=params, column_count=columns)
-            self._statements[stmt_id] = _Statement(op.statement, params, columns)
-            op.want = params
-            op.phase = "params"
-        elif head_is_eof(body) and phase in ("params_eof", "eof"):
-            op.phase = "columns_start" if phase == "params_eof" else "end"
-        elif phase in ("params", "columns") and op.want > 0:
-            name, kind, flags = column_definition(body, self._extended)
-            op.want -= 1
-            if phase == "columns":
-                op.columns.append(name)
-                stmt = self._statements.get(op.statement_id or -1)
-                if stmt is not None:
-                    stmt.result_types.append((kind, bool(flags & UNSIGNED_FLAG)))
-        else:
-            raise BadPacketError(f"{body[0]:#04x} where the {phase} of a prepare was awaited")
-        self._prepare_step(op, packet, out)
-
-    def _prepare_step(self, op: _Op, packet: MyPacket, out: list[Operation]) -> None:
-        eofs = not self._caps & CLIENT_DEPRECATE_EOF
-        while True:
-            if op.phase == "params" and op.want == 0:
-                op.phase = (
-                    "params_eof" if op.details["parameter_count"] and eofs else "columns_start"
-                )
-            elif op.phase == "columns_start":
-                op.want = int(op.details["column_count"])
-                op.phase = "columns"
-            elif op.phase == "columns" and op.want == 0:
-                op.phase = "eof" if op.details["column_count"] and eofs else "end"
-            elif op.phase == "end":
-                self._finish(op, packet, out)
-                return
-            else:
-                return
-
-    def _results(self, op: _Op, packet: MyPacket, body: bytes, out: list[Operation]) -> None:
-        """A text or binary result set, or an OK; several when the status says more follow."""
-        phase, head = op.phase, body[0]
-        if phase == "head":
-            if head == 0x00:
-                self._one_result(op, packet, ok_packet(body, self._caps), out, ok=True)
-            elif head == 0xFB and op.kind == "query":
-                op.details["local_infile"] = body[1:].decode("utf-8", "replace")
-                op.phase = "infile"
-            else:
-                cur = Reader(body)
-                count = cur.lenenc() or 0
-                optional = self._caps & CLIENT_OPTIONAL_RESULTSET_METADATA
-                if optional and cur.left and not cur.number(1):
-                    op.details["metadata_skipped"] = True
-                    count = 0
-                op.want = count
-                op.columns, op.types = [], []
-                op.rows = op.rows or 0
-                op.phase = "columns" if count else "columns_end"
-        elif phase == "columns":
-            name, kind, flags = column_definition(body, self._extended)
-            op.columns.append(name)
-            op.types.append((kind, bool(flags & UNSIGNED_FLAG)))
-            op.want -= 1
-            if op.want == 0:
-                op.phase = "columns_end"
-            if op.statement_id is not None and op.want == 0:
-                stmt = self._statements.get(op.statement_id)
-                if stmt is not None:
-                    stmt.result_types = list(op.types)
-        elif phase == "columns_end" and head == 0xFE and len(body) == 5:
-            status = eof_packet(body)["status_flags"]
-            op.phase = "rows"
-            if status & SERVER_STATUS_CURSOR_EXISTS:
-                op.result = "CURSOR"
-                op.details["cursor"] = True
-                self._finish(op, packet, out)
-        elif head == 0xFE and len(body) < FULL:  # the end of the rows
-            end = eof_packet(body) if len(body) == 5 else ok_packet(body, self._caps)
-            self._one_result(op, packet, end, out, ok=False)
-        elif phase in ("rows", "columns_end"):
-            op.phase = "rows"
-            self._row(op, body)
-        else:
-            raise BadPacketError(f"{head:#04x} where the {phase} of an answer was awaited")
-
-    def _one_result(
-        self, op: _Op, packet: MyPacket, fields: dict[str, Json], out: list[Operation], *, ok: bool
-    ) -> None:
-        status = int(fields.get("status_flags") or 0)
-        results = op.details.setdefault("results", [])
-        assert isinstance(results, list)
-        before = sum(int(r.get("rows", 0)) for r in results)
-        summary: dict[str, Json] = (
-            {k: fields[k] for k in ("affected_rows", "last_insert_id") if k in fields}
-            if ok
-            else {"rows": (op.rows or 0) - before, "columns": list(op.columns)}
-        )
-        results.append(summary)
-        for key in ("affected_rows", "last_insert_id", "warnings", "info", "status_flags"):
-            if key in fields:
-                op.details[key] = fields[key]
-        op.result = "OK" if ok else "RESULTSET"
-        if status & SERVER_MORE_RESULTS_EXISTS:
-            op.phase = "head"
-            return
-        if len(results) == 1:
-            op.details.pop("results")
-        self._finish(op, packet, out)
-
-    def _row(self, op: _Op, body: bytes) -> None:
-        op.rows = (op.rows or 0) + 1
-        if len(op.values) < MAX_VALUES and op.value_bytes + len(body) <= MAX_VALUE_BYTES:
-            op.values.append(binary_row(body, op.types) if op.binary else text_row(body))
-            op.value_bytes += len(body)
-        else:
-            op.values_cut = True
-
-    def _finish(self, op: _Op, packet: MyPacket, out: list[Operation]) -> None:
+    def _finish(self, op: Pending, packet: MyPacket, out: list[Operation]) -> None:
         if self._queue and self._queue[0] is op:
             self._queue.popleft()
         out.append(self._done(op, packet.ts, complete=not op.lost))
 
     # -- operations out ---------------------------------------------------------------------
 
-    def _done(self, op: _Op, ended: float | None, *, complete: bool) -> Operation:
+    def _done(self, op: Pending, ended: float | None, *, complete: bool) -> Operation:
         index = self._count
         self._count += 1
         return Operation(
@@ -898,7 +674,3 @@ class MySession:
             details=op.details,
             diagnostics=op.diagnostics,
         )
-
-
-def head_is_eof(body: bytes) -> bool:
-    return body[0] == 0xFE and len(body) == 5

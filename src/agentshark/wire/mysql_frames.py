@@ -33,7 +33,6 @@ from agentshark.errors import Diagnostic
 MAX_KEPT = 16 << 20  # payload bytes held whole; longer ones are skipped (sequence id kept)
 FULL = 0xFFFFFF  # a packet of this length continues in the next one
 COMMANDS = frozenset(range(0x20))  # COM_SLEEP .. COM_RESET_CONNECTION
-MAX_RESYNC_HOLD = 1 << 20  # bytes of a lost direction looked at for a boundary
 
 
 @dataclass(slots=True, kw_only=True)
@@ -438,7 +437,9 @@ def _command_tiles(data: bytes) -> bool:
     pos, seq, end = 0, 0, len(data)
     while end - pos >= 4:
         size = data[pos] | data[pos + 1] << 8 | data[pos + 2] << 16
-        if data[pos + 3] != seq & 0xFF or (pos == 0 and (size == 0 or data[4] not in COMMANDS)):
+        if data[pos + 3] != seq & 0xFF:
+            return False
+        if pos == 0 and (size == 0 or end < 5 or data[4] not in COMMANDS):
             return False
         pos += 4 + size
         seq += 1
