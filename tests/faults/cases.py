@@ -68,6 +68,8 @@ INPUTS: tuple[Input, ...] = (
     _own("graphql_strawberry", "GraphQL over HTTP/1 (Strawberry)"),
     _own("pg_psycopg", "PostgreSQL v3 (psycopg 3)"),
     _own("pg_tls", "PostgreSQL v3 over TLS 1.3 after an SSLRequest (psycopg 3)", keys=True),
+    _own("mysql_pymysql", "MySQL (PyMySQL, MariaDB)"),
+    _own("mysql_connector", "MySQL prepared statements (mysql-connector-python, MariaDB)"),
     _own("redis_py", "Redis RESP (redis-py)"),
     _own("amqp_pika", "AMQP 0-9-1 (pika, Celery, RabbitMQ)"),
     _own("kafka_confluent", "Kafka (confluent-kafka, kafka-python; Tansu)"),

@@ -40,7 +40,11 @@ def _check(inp: Input, fault: str, seed: int) -> None:
 @pytest.mark.parametrize("fault", sorted(FAULTS))
 @pytest.mark.parametrize("inp", INPUTS, ids=lambda i: i.name)
 def test_never_complete_and_different(inp: Input, fault: str, seed: int) -> None:
-    if fault == "reorder" and inp.name in ("mcp_http_plain", "mcp_streamable_sessions"):
+    if fault == "reorder" and inp.name in (
+        "mcp_http_plain",
+        "mcp_streamable_sessions",
+        "mysql_connector",
+    ):
         pytest.skip("nothing to swap without an ACK before its data (see test_rewriter)")
     _check(inp, fault, seed)
 

@@ -320,11 +320,15 @@ def _quic(add: Any) -> None:
 
 
 def _wire(add: Any) -> None:
-    """PostgreSQL, Redis and AMQP connections of the project's own captures
-    (scripts/make_pg_captures.py, scripts/make_redis_captures.py, make_amqp_captures.py)."""
+    """PostgreSQL, MySQL, Redis and AMQP connections of the project's own captures
+    (scripts/make_pg_captures.py, make_mysql_captures.py, make_redis_captures.py,
+    make_amqp_captures.py)."""
     own = (
         ("pg_psycopg", "pgsql"),
         ("pg_agent", "pgsql"),
+        ("mysql_pymysql", "mysql"),
+        ("mysql_connector", "mysql"),
+        ("mysql_compressed", "mysql"),
         ("redis_py", "resp"),
         ("amqp_pika", "amqp"),
     )

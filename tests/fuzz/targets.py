@@ -449,6 +449,14 @@ def t_pgsql(parts: Parts) -> list[Any]:
     return _wire(PgSession("fuzz"), parts)
 
 
+def t_mysql(parts: Parts) -> list[Any]:
+    """Both directions of a MySQL connection (part 0 client, part 1 server) through the
+    wire decoder: handshake, text and binary result sets, compressed packets."""
+    from agentshark.wire.mysql import MySession
+
+    return _wire(MySession("fuzz"), parts)
+
+
 def t_resp(parts: Parts) -> list[Any]:
     """Both directions of a Redis connection (RESP2/RESP3) through the wire decoder."""
     from agentshark.wire.resp import RespSession
@@ -874,6 +882,21 @@ TARGETS: dict[str, Target] = {
             parts=2,
             tokens=(b"\x00\x00\x00\x08\x04\xd2\x16\x2f", b"Z\x00\x00\x00\x05I", b"\x00"),
             doc="wire.pgsql.PgSession (PostgreSQL v3, both directions)",
+        ),
+        Target(
+            name="mysql",
+            run=t_mysql,
+            parts=2,
+            tokens=(
+                b"\x01\x00\x00\x00\x03",  # a COM_QUERY's header
+                b"\x07\x00\x00\x01\x00\x00\x00\x02\x00\x00\x00",  # an OK
+                b"\x05\x00\x00\x02\xfe\x00\x00\x02\x00",  # an EOF
+                b"\xff\x7a\x04#42S02",
+                b"\xfb",
+                b"\xff\xff\xff",
+                b"\x0a8.0.36\x00",
+            ),
+            doc="wire.mysql.MySession (MySQL/MariaDB, both directions)",
         ),
         Target(
             name="resp",

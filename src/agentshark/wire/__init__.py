@@ -9,8 +9,9 @@ sans-I/O decoder (:class:`~agentshark.wire.events.WireDecoder`) of one connectio
 and gives the connection to the chosen decoder; ``agentshark.pipeline.wire`` turns each
 operation into an exchange of transport ``<name>``.
 
-Recognized: PostgreSQL v3 (:mod:`agentshark.wire.pgsql`), Redis RESP2/RESP3
-(:mod:`agentshark.wire.resp`), AMQP 0-9-1 (:mod:`agentshark.wire.amqp`), Kafka
+Recognized: PostgreSQL v3 (:mod:`agentshark.wire.pgsql`), MySQL/MariaDB
+(:mod:`agentshark.wire.mysql`: the server speaks first, so its greeting is what is sniffed),
+Redis RESP2/RESP3 (:mod:`agentshark.wire.resp`), AMQP 0-9-1 (:mod:`agentshark.wire.amqp`), Kafka
 (:mod:`agentshark.wire.kafka`).
 """
 
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from agentshark.wire.amqp import AmqpSession, sniff_amqp
 from agentshark.wire.events import Operation, WireDecoder
 from agentshark.wire.kafka import KafkaSession, looks_like_kafka
+from agentshark.wire.mysql import MySession, sniff_mysql
 from agentshark.wire.pgsql import PgSession, looks_like_startup
 from agentshark.wire.resp import RespSession, looks_like_resp
 
@@ -69,6 +71,7 @@ def _sniff_kafka(client: bytes, server: bytes, port: int) -> bool | None:
 
 PROTOCOLS: tuple[WireProtocol, ...] = (
     WireProtocol(name="postgresql", scheme="postgresql", sniff=_sniff_pg, decoder=PgSession),
+    WireProtocol(name="mysql", scheme="mysql", sniff=sniff_mysql, decoder=MySession),
     WireProtocol(name="redis", scheme="redis", sniff=_sniff_redis, decoder=RespSession),
     WireProtocol(name="amqp", scheme="amqp", sniff=sniff_amqp, decoder=AmqpSession),
     WireProtocol(name="kafka", scheme="kafka", sniff=_sniff_kafka, decoder=KafkaSession),
