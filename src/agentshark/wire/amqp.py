@@ -35,11 +35,15 @@ a basic.get); a client's ack/nack/reject one naming the delivery by channel and 
 
 Secrets: the SASL response of connection.start-ok and secure-ok (PLAIN and AMQPLAIN carry
 the password) and update-secret's new secret are never kept; ``details["secret_arguments"]``
-counts them. Heartbeat frames carry nothing and make no operation. A gap, a bad frame-end or
-an impossible frame size ends the direction (no marker tells where the next frame starts), and
-every operation that ends after it is incomplete (its pairing and its place are not sure); a
-reply to no request seen is an incomplete operation of its own; a method that does not parse
-is a Diagnostic and the frames after it are still read.
+counts them. Heartbeat frames carry nothing and make no operation. A bad frame-end or an
+impossible frame size ends the direction, and every operation that ends after it is
+incomplete. After a capture gap the framing resumes at the next frame that chains
+(:mod:`agentshark.wire.amqp_frames`), and :meth:`AmqpSession._loss` settles what the lost
+frames may have held: a content cut, a reply a request waited for, a confirm, a publish a
+confirm channel counts; the evidence for what follows is the spec's own: replies by channel
+and method name, so an operation begun after the gap pairs as if nothing happened. A reply to
+no request seen is an incomplete operation of its own; a method that does not parse is a
+Diagnostic and the frames after it are still read.
 """
 
 from __future__ import annotations

@@ -28,7 +28,10 @@ past it.
 
 Gaps (:mod:`agentshark.wire.kafka_frames`): a frame damaged by a gap makes its operation
 incomplete (paired still, by the correlation id its head kept); a frame whose head was lost
-pairs with nothing; a direction whose framing is lost leaves its operations unanswered.
+pairs with nothing; after a gap at a frame boundary the framing resumes at the next header
+that chains (:meth:`KafkaSession._resync_request`, :meth:`KafkaSession._resync_response`),
+and since pairing is by correlation id, what follows pairs as if nothing happened: a request
+whose response was lost stays unanswered, a response whose request was lost is unpaired.
 """
 
 from __future__ import annotations

@@ -15,6 +15,17 @@ Pairing is by order (the server answers the client's messages in the order sent,
 the client's messages that expect an answer are queued; each server message answers the
 head of the queue. After an ErrorResponse in an extended-query batch the server skips to
 the Sync: the queued Executes before it are reported not executed (``details["skipped"]``).
+After a capture gap that loses messages at a boundary (framing resumes at the next one,
+:mod:`agentshark.wire.pgsql_frames`), order alone no longer proves which request an answer
+belongs to: every operation ended from then on is incomplete (``pg.gap_pairing``) until a
+sync point: a request that begins a batch, sent by the client in a segment acknowledging
+every server byte seen, which ended with a ReadyForQuery (or where the server's framing
+resumed after lost bytes); what still waited before it ends incomplete
+(``pg.gap_unanswered``), and the first answer after it must fit the request it pairs with.
+Lost client bytes also forget the prepared statements and portals (a Parse or Close may be
+among them). A one-byte gap where the answer to an SSLRequest was due is read from the
+client's next bytes: a TLS ClientHello (``S``) or a StartupMessage (``N``).
+
 Secrets: a PasswordMessage/SASL/GSS response (``p``) is counted, never kept; a cancel key
 (BackendKeyData, CancelRequest) is never kept.
 

@@ -14,6 +14,14 @@ channel. A pub/sub message (a RESP3 push ``>``, or a RESP2 array ``message``/``p
 deliver or ack are their ``Operation.messages`` (:mod:`agentshark.wire.resp_queue`), and an
 RQ job hash written (``HSET rq:job:<id>``) is ``details["rq_job"]``.
 
+After a capture gap the framing resumes at the next value that parses
+(:mod:`agentshark.wire.resp_values`), but RESP pairs by order, so lost values break the count:
+replies pair again only where TCP acknowledgments prove it: a reply sent before the server
+had received the next command seen answers a lost one (``resp.gap_unpaired``); a command sent
+after the client had received every server byte up to where reading resumed, with one
+command owed before it, proves that one's reply lost (``resp.gap_unanswered``). Otherwise
+replies pair by order as incomplete guesses (``resp.gap_pairing``).
+
 Secrets: the password of AUTH and of HELLO's AUTH option is never kept (``details
 ["secret_arguments"]`` counts them). Reply values are kept (bounded) in ``values``, written
 only with ``--events``; ``result`` is a short summary (``OK``, an integer, ``bulk 5 bytes``,

@@ -54,8 +54,8 @@ class Rule:
 def find_boundary(buf: Buffer, rule: Rule) -> tuple[int, int]:
     """The first proven boundary in ``buf``: ``(position, messages that proved it)``; or
     ``(position, 0)``: the candidate there needs more bytes to be judged (nothing before it
-    can be a boundary); or ``(len(buf), 0)``: no candidate at all (keep none of it... but
-    the last few bytes, which a header may begin in: see :meth:`Recovery.feed`)."""
+    can be a boundary); or ``(len(buf), 0)``: no candidate at all (a header may yet begin in
+    the last few bytes: :meth:`Recovery.feed` keeps them)."""
     end = len(buf)
     measure, chain = rule.measure, rule.chain
     for match in rule.starts.finditer(buf):
@@ -63,10 +63,8 @@ def find_boundary(buf: Buffer, rule: Rule) -> tuple[int, int]:
         at, count = pos, 0
         while True:
             size = measure(buf, at)
-            if size == MORE:
-                if count == 0:
-                    return pos, 0
-                return pos, 0  # the chain is not long enough yet: wait for its next one
+            if size == MORE:  # this message (or the chain's next) needs more bytes
+                return pos, 0
             if size < 0:
                 break
             at += size
