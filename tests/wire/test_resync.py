@@ -20,8 +20,9 @@ from agentshark.wire.kafka import KafkaSession
 from agentshark.wire.pgsql import PgSession
 from agentshark.wire.resp import RespSession
 from agentshark.wire.resync import MORE, NOT, Rule, find_boundary
+from tests.faults.harness import analyze
 from tests.faults.inject import MOD, index_packets
-from tests.faults.pcapfile import read_capture
+from tests.faults.pcapfile import pcap_bytes, read_capture
 from tests.helpers import ROOT
 
 OWN = ROOT / "tests" / "data" / "captures"
@@ -230,3 +231,30 @@ def test_tls_after_a_lost_ssl_answer_is_told_by_the_client_hello() -> None:
     assert [d.code for d in ops[0].diagnostics] == ["pg.answer_lost"]
     switch = dec.take_tls()
     assert switch is not None and switch.offsets == (8, 1) and switch.rest[0] == hello
+
+
+def test_a_lost_ssl_answer_in_a_capture_still_gives_the_tls_session(tmp_path: Path) -> None:
+    """pg_tls with the server's ``S`` segment left out (TCP tells that gap when the client's
+    ClientHello acknowledges past it, before its bytes): the TLS is still decrypted and
+    every operation inside it read."""
+    capture = read_capture(OWN / "pg_tls" / "capture.pcap")
+    packets, _ = index_packets(capture)
+    answer = next(
+        p.index
+        for p in packets
+        if p.tcp is not None
+        and p.end - p.start == 1
+        and p.record.data[p.tcp.payload_offset : p.tcp.payload_offset + 1] == b"S"
+    )
+    faulted = tmp_path / "lost_answer.pcap"
+    faulted.write_bytes(
+        pcap_bytes(capture, [r for i, r in enumerate(capture.records) if i != answer])
+    )
+    keys = OWN / "pg_tls" / "keys.log"
+    clean, lost = analyze(OWN / "pg_tls" / "capture.pcap", keys), analyze(faulted, keys)
+    assert len(lost.exchanges) == len(clean.exchanges)
+    ssl = [it for it in lost.exchanges if '"SSLRequest"' in it.content]
+    assert ssl and not ssl[0].complete
+    assert "pg.answer_lost" in ssl[0].content + " ".join(ssl[0].diagnostics)
+    same = sum(a.content == b.content for a, b in zip(clean.exchanges, lost.exchanges, strict=True))
+    assert same >= len(clean.exchanges) - 2  # the SSLRequest (and its connection's first op)

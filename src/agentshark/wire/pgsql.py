@@ -124,6 +124,7 @@ class PgSession:
 
     __slots__ = (
         "_acked",
+        "_answer_gap",
         "_batch",
         "_count",
         "_encrypted",
@@ -157,6 +158,7 @@ class PgSession:
         self._unpaired = False
         self._unsure: str | None = None  # the gap since which pairing is not proven
         self._acked = -1  # of the client segment being read
+        self._answer_gap: float | None = None  # a one-byte server gap where an answer was due
         self._forgot = False  # statements and portals were forgotten at lost client bytes
         self._probation = False  # after a sync point: the next answer must fit the head
         self._batch = True  # the client's next message begins a batch (after a Sync/Query)
@@ -171,6 +173,16 @@ class PgSession:
         if self._encrypted:
             return []
         self._acked = acked if direction == 0 else -1
+        if self._answer_gap is not None:  # a lost SSLRequest answer, not told yet
+            gap_ts, self._answer_gap = self._answer_gap, None
+            if direction == 0:
+                out = self._take(0, self._readers[0].feed(data, ts))
+                told = self._lost_answer(1, gap_ts, wait=False)
+                if told is None:  # what came does not tell: an ordinary gap, late
+                    return out + self._take(1, self._readers[1].gap(1, gap_ts))
+                return out + told
+            out = self._take(1, self._readers[1].gap(1, gap_ts))
+            return out + self._take(1, self._readers[1].feed(data, ts))
         return self._take(direction, self._readers[direction].feed(data, ts))
 
     def gap(self, direction: int, size: int, ts: float) -> list[Operation]:
@@ -178,7 +190,7 @@ class PgSession:
         message of the startup, a Bind's parameters...): those requests are not whole."""
         if self._encrypted:
             return []
-        if direction == 1 and (inferred := self._lost_answer(size, ts)) is not None:
+        if direction == 1 and (inferred := self._lost_answer(size, ts, wait=True)) is not None:
             return inferred
         if direction == 0:
             for item in self._queue:
@@ -312,16 +324,21 @@ class PgSession:
         ):
             self._sync(len(self._queue), out)
 
-    def _lost_answer(self, size: int, ts: float) -> list[Operation] | None:
+    def _lost_answer(self, size: int, ts: float, *, wait: bool) -> list[Operation] | None:
         """A gap of one byte where the server's answer to an SSLRequest was due: the
         client's next bytes say which it was (a TLS ClientHello: ``S``; a StartupMessage:
-        ``N``). None: no such evidence, the gap is an ordinary one."""
+        ``N``). None: no such evidence, the gap is an ordinary one. With nothing after the
+        request yet (TCP tells a gap when the client acknowledges past it, before that
+        segment's own bytes), ``wait`` defers the answer to the client's next bytes."""
         client, server = self._readers
         if size != 1 or not server.answers or not server.at_rest:
             return None
         if not self._queue or self._queue[0].kind != "ssl":
             return None
         held = client.held()
+        if not held and wait:
+            self._answer_gap = ts
+            return []
         if held[:1] == b"\x16" and held[1:2] == b"\x03" and held[5:6] == b"\x01":
             answer = b"S"
         elif looks_like_startup(held):
