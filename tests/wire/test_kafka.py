@@ -241,14 +241,29 @@ def test_a_gap_inside_a_response_costs_that_operation_only() -> None:
     assert [(o.command, o.response_complete) for o in ops] == [("OffsetCommit", True)]
 
 
-def test_a_gap_at_a_frame_boundary_loses_the_direction() -> None:
+def test_a_gap_at_a_frame_boundary_resyncs_on_a_correlation_id_in_flight() -> None:
+    """Bytes lost at a boundary, then noise: the next frame is the one whose correlation id
+    names the request in flight, and it pairs by that id."""
     dec = decoder()
     dec.feed(0, offset_commit_v2()[0][1], 1.0)
     assert dec.gap(1, 10, 2.0) == []
-    assert dec.feed(1, offset_commit_v2()[1][1], 3.0) == []
+    noise = b"\x00\x00\x00\x09\x00\x00\x7f\x7f"  # a size, then no id in flight
+    ops = dec.feed(1, noise + offset_commit_v2()[1][1], 3.0)
+    assert [(o.command, o.response_complete) for o in ops] == [("OffsetCommit", True)]
+    assert [d.code for d in dec.diagnostics] == ["kafka.gap", "kafka.resync"]
+    assert "8 bytes were skipped" in dec.diagnostics[1].message
+
+
+def test_a_response_naming_no_request_in_flight_does_not_resync() -> None:
+    dec = decoder()
+    dec.feed(0, offset_commit_v2()[0][1], 1.0)
+    dec.gap(1, 10, 2.0)
+    response = bytearray(offset_commit_v2()[1][1])
+    response[4:8] = (999).to_bytes(4)  # another correlation id
+    assert dec.feed(1, bytes(response), 3.0) == []
     ops = dec.close()
     assert [(o.command, o.response_complete) for o in ops] == [("OffsetCommit", False)]
-    assert [d.code for d in dec.diagnostics] == ["kafka.gap"]
+    assert [d.code for d in dec.diagnostics] == ["kafka.gap", "kafka.no_resync"]
 
 
 def test_a_frame_too_large_to_hold_is_skipped_but_paired(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -457,6 +457,8 @@ class ConnectionAnalyzer:
             out = self._outer.gap(direction, size, ts)
             if self._outer.protocol == "tls" and self._tls is None:
                 out.extend(self._start_tls())
+            elif self._watch:  # a lost STARTTLS answer, told by what followed it
+                out.extend(self._starttls(ts))
             return out
         return self._plaintext(self._tls.gap(direction, size, ts))
 

@@ -86,7 +86,7 @@ class WireSession:
         return self._proto.name
 
     def feed(self, direction: int, data: bytes, ts: float, acked: int = -1) -> list[Exchange]:
-        ops = self._decoder.feed(direction, data, ts)
+        ops = self._decoder.feed(direction, data, ts, acked)
         if not ops:
             return []
         if self._starttls is not None:
@@ -94,7 +94,10 @@ class WireSession:
         return self._exchanges(ops)
 
     def gap(self, direction: int, size: int, ts: float) -> list[Exchange]:
-        return self._exchanges(self._decoder.gap(direction, size, ts))
+        ops = self._decoder.gap(direction, size, ts)
+        if ops and self._starttls is not None:  # a lost answer told by what followed it
+            self.tls_switch = self._starttls.take_tls() or self.tls_switch
+        return self._exchanges(ops)
 
     def end(self, direction: int, ts: float, *, clean: bool) -> list[Exchange]:
         return self._exchanges(self._decoder.end(direction, ts, clean=clean))

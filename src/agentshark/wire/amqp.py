@@ -35,11 +35,15 @@ a basic.get); a client's ack/nack/reject one naming the delivery by channel and 
 
 Secrets: the SASL response of connection.start-ok and secure-ok (PLAIN and AMQPLAIN carry
 the password) and update-secret's new secret are never kept; ``details["secret_arguments"]``
-counts them. Heartbeat frames carry nothing and make no operation. A gap, a bad frame-end or
-an impossible frame size ends the direction (no marker tells where the next frame starts), and
-every operation that ends after it is incomplete (its pairing and its place are not sure); a
-reply to no request seen is an incomplete operation of its own; a method that does not parse
-is a Diagnostic and the frames after it are still read.
+counts them. Heartbeat frames carry nothing and make no operation. A bad frame-end or an
+impossible frame size ends the direction, and every operation that ends after it is
+incomplete. After a capture gap the framing resumes at the next frame that chains
+(:mod:`agentshark.wire.amqp_frames`), and :meth:`AmqpSession._loss` settles what the lost
+frames may have held: a content cut, a reply a request waited for, a confirm, a publish a
+confirm channel counts; the evidence for what follows is the spec's own: replies by channel
+and method name, so an operation begun after the gap pairs as if nothing happened. A reply to
+no request seen is an incomplete operation of its own; a method that does not parse is a
+Diagnostic and the frames after it are still read.
 """
 
 from __future__ import annotations
@@ -110,6 +114,7 @@ class _Op:
     body: bytes | None = None
     destination: str | None = None
     unpaired: bool = False  # a reply whose request is not in the capture
+    unsure: bool = False  # what answered it may have been lost in a gap
 
 
 @dataclass(slots=True)
@@ -131,6 +136,8 @@ class _Channel:
     confirm: bool = False
     seq: int = 0
     unconfirmed: dict[int, _Op] = field(default_factory=dict)
+    seq_unknown: bool = False  # client frames were lost: publishes may be uncounted
+    gapped: bool = False  # frames of it were lost
     consumers: dict[str, str] = field(default_factory=dict)  # consumer tag -> queue
     last_queue: str | None = None  # of the channel's last queue.declare-ok (§1.7.2.1)
 
@@ -139,34 +146,47 @@ class AmqpSession:
     """Both directions of one AMQP 0-9-1 connection; see the module docstring."""
 
     __slots__ = (
-        "_begun", "_channels", "_count", "_lost", "_out", "_readers", "diagnostics", "location",
+        "_begun", "_channels", "_count", "_gapped", "_lost", "_out", "_readers",
+        "diagnostics", "location",
     )  # fmt: skip
 
     def __init__(self, location: str) -> None:
         self.location = location
-        self._readers = (FrameReader(want_header=True), FrameReader(want_header=False))
+        self._readers = (
+            FrameReader(want_header=True, location=f"{location} client"),
+            FrameReader(want_header=False, location=f"{location} server"),
+        )
         self._channels: dict[int, _Channel] = {}
         self._count = 0
         self._begun = 0
         self._lost = False  # a direction was lost: what ends from now on is not sure
+        self._gapped = False  # bytes were lost at a frame boundary (a channel may be new)
         self._out: list[Operation] = []
         self.diagnostics: list[Diagnostic] = []
 
     # -- the decoder's interface ------------------------------------------------------------
 
-    def feed(self, direction: int, data: bytes, ts: float) -> list[Operation]:
+    def feed(self, direction: int, data: bytes, ts: float, acked: int = -1) -> list[Operation]:
         reader = self._readers[direction]
         if reader.lost:
             return []
-        frames = reader.feed(data)
+        frames = reader.feed(data, ts)
         header, reader.header = reader.header, None
         if header is not None and (direction == 1 or header != PROTOCOL_HEADER):
             version = ".".join(str(b) for b in header[4:])
             self._diagnostic("amqp.version", f"protocol header AMQP {version}: " + (
                 "the server refuses the client's version (§4.2.2)" if direction else
                 "not 0-9-1; its frames are read as 0-9-1's"), direction, 0)  # fmt: skip
+        for diag, skipped in reader.resynced:
+            self.diagnostics.append(diag)
+            if skipped:  # frames of the skipped bytes are lost too
+                self._loss(direction, None, diag.location)
+        reader.resynced.clear()
         for frame in frames:
-            self._frame(direction, frame, ts)
+            if frame.damaged:
+                self._loss(direction, frame.channel, f"{self.location} byte {frame.offset}")
+            else:
+                self._frame(direction, frame, frame.ts)
         if reader.error is not None:
             self._lose(direction, "amqp.framing",
                        f"{reader.error}: nothing more of this direction is read")  # fmt: skip
@@ -174,11 +194,49 @@ class AmqpSession:
         return out
 
     def gap(self, direction: int, size: int, ts: float) -> list[Operation]:
-        if not self._readers[direction].lost:
-            message = (f"{size} bytes were not captured: where the next frame starts cannot "
-                       "be told, nothing more of this direction is read")  # fmt: skip
-            self._lose(direction, "amqp.gap", message)
-        return []
+        """Lost bytes: a frame damaged costs what it was part of on its channel; frames lost
+        at a boundary cost what waited on every channel (see :meth:`_loss`)."""
+        for item in self._readers[direction].gap(size):
+            if isinstance(item, Diagnostic):
+                self.diagnostics.append(item)
+                self._loss(direction, None, item.location)
+            elif item.damaged:
+                self._loss(direction, item.channel, f"{self.location} byte {item.offset}")
+        out, self._out = self._out, []
+        return out
+
+    def _loss(self, direction: int, number: int | None, where: str | None) -> None:
+        """Frames of ``direction`` lost on channel ``number`` (None: on any channel). A
+        content they were part of is cut; a request of the other side waiting for their
+        reply ends incomplete (the reply may be among them); a confirm channel's confirms
+        (server frames) are no longer sure, its publish count (client frames) no longer
+        known. Operations that begin after the loss pair as before: by channel and method."""
+        channels = self._channels.items() if number is None else [(number, self._channel(number))]
+        why = f"bytes of this connection were lost ({where})"
+        self._gapped = True
+        for n, ch in list(channels):
+            ch.gapped = True
+            content = ch.content[direction]
+            if content is not None:
+                ch.content[direction] = None
+                content.op.diagnostics.append(Diagnostic(
+                    code="amqp.gap_content", message=f"{why} while its content came",
+                    location=f"{self.location} channel {n}"))  # fmt: skip
+                if content.size is not None:
+                    content.op.props = content.props
+                self._emit(content.op)
+            waiting = ch.pending[1 - direction]
+            for op in list(waiting):
+                waiting.remove(op)
+                op.diagnostics.append(Diagnostic(
+                    code="amqp.gap_reply", message=f"{why} while it waited: its reply may "
+                    "be among them", location=f"{self.location} channel {n}"))  # fmt: skip
+                self._emit(op)
+            if direction == 1:
+                for op in ch.unconfirmed.values():
+                    op.unsure = True
+            elif ch.confirm:
+                ch.seq_unknown = True
 
     def end(self, direction: int, ts: float, *, clean: bool) -> list[Operation]:
         return []
@@ -186,6 +244,7 @@ class AmqpSession:
     def close(self) -> list[Operation]:
         """Every operation still open, incomplete, in the order they started."""
         for direction, reader in enumerate(self._readers):
+            self.diagnostics.extend(reader.close())
             if reader.left and not reader.lost:
                 self._diagnostic("amqp.truncated", f"the last {reader.left} bytes are a "
                                  "frame never finished", direction, reader.offset)  # fmt: skip
@@ -214,7 +273,7 @@ class AmqpSession:
     def _channel(self, number: int) -> _Channel:
         ch = self._channels.get(number)
         if ch is None:
-            ch = self._channels[number] = _Channel()
+            ch = self._channels[number] = _Channel(gapped=self._gapped)
         return ch
 
     def _frame(self, direction: int, frame: Frame, ts: float) -> None:
@@ -306,9 +365,17 @@ class AmqpSession:
             waiting.remove(op)
             self._reply(op, direction, number, method, args, ts)
             return
+        tag = args.get("delivery_tag")
+        uncounted = (
+            direction == 1
+            and ch.confirm
+            and name in ("basic.ack", "basic.nack")
+            and (ch.seq_unknown or (isinstance(tag, int) and tag > ch.seq))
+        )
         if (
             direction == 1
             and name in ("basic.ack", "basic.nack")
+            and not uncounted
             and self._confirm(ch, name, args, ts)
         ):
             return
@@ -331,6 +398,13 @@ class AmqpSession:
                 code="amqp.unpaired", message=f"a {name} answering no request seen (the "
                 "capture starts mid-connection, or lost the other side's bytes)",
                 location=f"{self.location} channel {number}"))  # fmt: skip
+        if uncounted:  # the publishes it confirms cannot be counted
+            op.unpaired = True
+            op.diagnostics.append(Diagnostic(
+                code="amqp.gap_confirm", message=f"a {name} on a confirm channel of a "
+                "publish not seen whole (or not counted after lost client bytes): which "
+                "publishes it confirms is not known",
+                location=f"{self.location} channel {number}"))  # fmt: skip
         if name in _CLOSES:
             self._closing(ch, direction, number, op, args)
         if name == "confirm.select":
@@ -346,6 +420,8 @@ class AmqpSession:
                 op.destination = _str(args.get("exchange"))
             elif name == "basic.deliver":
                 op.destination = ch.consumers.get(str(args.get("consumer_tag")))
+                if op.destination is None and ch.gapped:
+                    op.unsure = True  # its basic.consume(-ok) may be among the lost bytes
             if name == "basic.return":
                 op.error = {"code": args.get("reply_code"), "message": args.get("reply_text")}
             return
@@ -458,6 +534,18 @@ class AmqpSession:
             ch is not None
             and op.command == "basic.publish"
             and ch.confirm
+            and ch.seq_unknown
+            and "publish_seq" not in op.details
+        ):
+            op.unsure = True
+            op.diagnostics.append(Diagnostic(
+                code="amqp.gap_confirm", message="publishes of this confirm channel were "
+                "lost before it: its number, and so its confirm, is not known",
+                location=f"{self.location} channel {number}"))  # fmt: skip
+        elif (
+            ch is not None
+            and op.command == "basic.publish"
+            and ch.confirm
             and op.request_complete
             and "publish_seq" not in op.details
         ):
@@ -494,6 +582,12 @@ class AmqpSession:
     def _emit(self, op: _Op) -> None:
         if op.unpaired:
             op.request_complete = op.response_complete = False
+        if op.unsure and op.response_complete:
+            op.response_complete = False
+            op.diagnostics.append(Diagnostic(
+                code="amqp.gap_unsure", message="bytes of this connection were lost before it "
+                "ended: what pairs with it (its confirm, its consumer) may be among them",
+                location=f"{self.location} channel {op.channel}"))  # fmt: skip
         if self._lost and op.response_complete:
             op.response_complete = False
             op.diagnostics.append(Diagnostic(

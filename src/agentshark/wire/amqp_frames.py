@@ -20,11 +20,14 @@ are client endpoints).
 from __future__ import annotations
 
 import base64
+import re
 import struct
 from dataclasses import dataclass
 from typing import Any
 
+from agentshark.errors import Diagnostic
 from agentshark.wire.events import Json
+from agentshark.wire.resync import MORE, NOT, Buffer, Recovery, Rule
 
 PROTOCOL_HEADER = b"AMQP\x00\x00\x09\x01"
 FRAME_METHOD, FRAME_HEADER, FRAME_BODY, FRAME_HEARTBEAT = 1, 2, 3, 8
@@ -45,34 +48,98 @@ class Frame:
     channel: int
     payload: bytes
     offset: int
+    damaged: bool = False  # bytes of it were not captured: ``payload`` is empty
+    ts: float = 0.0  # of the bytes that finished it
+
+
+MAX_RESYNC = 1 << 20  # a frame after a gap is believed up to this size (frame-max is 128 KiB)
+
+
+def _measure(buf: Buffer, pos: int) -> int:
+    """A well-formed frame at ``pos`` (see :mod:`agentshark.wire.resync`): a type that
+    exists, a size that fits, the frame-end octet where the size puts it, and a payload that
+    fits its type (a method of the table, a basic content header, an empty heartbeat)."""
+    if len(buf) - pos < 7:
+        return MORE
+    ftype, channel, size = _FRAME_HEAD.unpack_from(buf, pos)
+    if size > MAX_RESYNC:
+        return NOT
+    end = pos + 7 + size
+    if len(buf) <= end:
+        return MORE
+    if buf[end] != FRAME_END:
+        return NOT
+    if ftype == FRAME_METHOD:
+        if size < 4 or _KEY.unpack_from(buf, pos + 7) not in METHODS:
+            return NOT
+    elif ftype == FRAME_HEADER:
+        if size < 14 or buf[pos + 7 : pos + 11] != b"\x00\x3c\x00\x00":  # basic, weight 0
+            return NOT
+    elif ftype == FRAME_HEARTBEAT and (channel or size):
+        return NOT
+    return int(size) + 8
+
+
+RESYNC = Rule(
+    starts=re.compile(b"(?=[\\x01\\x02\\x03\\x08][\\x00-\\x07])"), measure=_measure, chain=2
+)
 
 
 class FrameReader:
     """Cuts one direction's bytes into frames. The client's direction starts with the
     protocol header (``header``: the 8 bytes seen, or None); the server's may too, when it
     refuses the client's version (§4.2.2). A wrong frame-end octet or a size past
-    :data:`MAX_FRAME` ends the direction (``error``): no marker tells where the next frame is."""
+    :data:`MAX_FRAME` ends the direction (``error``): no marker tells where the next frame is.
+    A capture gap inside a frame whose header came gives that frame out ``damaged``; after
+    a gap at a frame boundary (or past the frame it began in) the reader hunts for the next
+    frame (:mod:`agentshark.wire.resync`, :data:`RESYNC`)."""
 
-    __slots__ = ("_buf", "error", "header", "lost", "offset", "want_header")
+    __slots__ = ("_buf", "_rec", "error", "header", "lost", "offset", "resynced", "want_header")
 
-    def __init__(self, *, want_header: bool) -> None:
+    def __init__(self, *, want_header: bool, location: str = "") -> None:
         self._buf = bytearray()
+        self._rec: Recovery[Frame] = Recovery(RESYNC, prefix="amqp", location=location)
         self.offset = 0  # direction offset of _buf[0]
         self.want_header = want_header
         self.header: bytes | None = None
         self.lost = False  # nothing more of the direction is read
         self.error: str | None = None  # why, when bytes were no frame
+        self.resynced: list[tuple[Diagnostic, int]] = []  # (its Diagnostic, bytes skipped)
 
     @property
     def left(self) -> int:
         """Bytes of a frame (or of the header) not finished yet."""
         return len(self._buf)
 
-    def feed(self, data: bytes) -> list[Frame]:
+    @property
+    def hunting(self) -> bool:
+        return self._rec.hunting
+
+    def feed(self, data: bytes, ts: float = 0.0) -> list[Frame]:
         """The frames finished by ``data``; after bytes that are no frame, those before
         them, and ``error`` says what was wrong (nothing more is read)."""
         if self.lost:
             return []
+        rec = self._rec
+        out: list[Frame] = []
+        if rec.skip:
+            released, rest = rec.skip_data(data, ts)
+            self.offset += len(data) - len(rest)
+            out.extend(released)
+            data = rest
+        if rec.hunting and data:
+            diagnostics, at, chunks = rec.feed(data, ts)
+            if chunks:
+                self.resynced.append((diagnostics[0], rec.skipped))
+                self.offset = at
+                for chunk, chunk_ts in chunks:
+                    out.extend(self.feed(chunk, chunk_ts))
+            return out
+        if not data and not self._buf:
+            return out
+        return out + self._frames(data, ts)
+
+    def _frames(self, data: bytes, ts: float) -> list[Frame]:
         buf = self._buf
         buf += data
         out: list[Frame] = []
@@ -94,7 +161,7 @@ class FrameReader:
                     raise AmqpError(f"frame-end octet {buf[end]:#x}, not 0xce (type {ftype})")
                 payload = bytes(buf[pos + 7 : end])
                 out.append(Frame(type=ftype, channel=channel, payload=payload,
-                                 offset=self.offset + pos))  # fmt: skip
+                                 offset=self.offset + pos, ts=ts))  # fmt: skip
                 pos = end + 1
         except AmqpError as exc:
             self.error = str(exc)
@@ -102,6 +169,43 @@ class FrameReader:
         del buf[:pos]
         self.offset += pos
         return out
+
+    def gap(self, size: int) -> list[Frame | Diagnostic]:
+        """``size`` bytes were never captured: a frame whose header came is given out
+        damaged (its rest skipped), else the hunt for the next frame begins."""
+        if self.lost:
+            return []
+        rec = self._rec
+        out: list[Frame | Diagnostic] = []
+        if rec.hunting:
+            out.append(rec.hunt(0, size, "before a frame boundary was found again"))
+            return out
+        if rec.skip:
+            released, past = rec.skip_gap(size, 0.0)
+            self.offset += size - past
+            out.extend(released)
+            if not past:
+                return out
+            size = past
+        elif len(self._buf) >= 7 and not self.want_header:
+            ftype, channel, length = _FRAME_HEAD.unpack_from(self._buf, 0)
+            need = 8 + length - len(self._buf)
+            if length <= MAX_FRAME and 0 < size <= need:
+                frame = Frame(type=ftype, channel=channel, payload=b"", offset=self.offset,
+                              damaged=True)  # fmt: skip
+                self.offset += len(self._buf) + size
+                self._buf.clear()
+                out.extend(rec.skip_rest(need - size, frame, 0.0))
+                return out
+        held = len(self._buf)
+        self._buf.clear()
+        self.want_header = False
+        where = "at a frame boundary" if not held else f"inside a frame ({held} bytes held)"
+        out.append(rec.hunt(self.offset + held, size, where))
+        return out
+
+    def close(self) -> list[Diagnostic]:
+        return self._rec.close()
 
     def _header(self, buf: bytearray) -> int | None:
         """Where the frames start: past the protocol header, when this direction has one
@@ -118,6 +222,7 @@ class FrameReader:
 
 
 _FRAME_HEAD = struct.Struct(">BHI")
+_KEY = struct.Struct(">HH")
 
 
 def text(data: bytes) -> Json:

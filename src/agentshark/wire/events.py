@@ -148,7 +148,11 @@ class WireDecoder(Protocol):
 
     diagnostics: list[Diagnostic]
 
-    def feed(self, direction: int, data: bytes, ts: float) -> list[Operation]: ...
+    def feed(self, direction: int, data: bytes, ts: float, acked: int = -1) -> list[Operation]:
+        """``acked``: how much of the other direction the segment carrying ``data``
+        acknowledged (a stream offset; -1: not known), the evidence some decoders pair by
+        after a gap."""
+        ...
 
     def gap(self, direction: int, size: int, ts: float) -> list[Operation]: ...
 

@@ -28,7 +28,10 @@ past it.
 
 Gaps (:mod:`agentshark.wire.kafka_frames`): a frame damaged by a gap makes its operation
 incomplete (paired still, by the correlation id its head kept); a frame whose head was lost
-pairs with nothing; a direction whose framing is lost leaves its operations unanswered.
+pairs with nothing; after a gap at a frame boundary the framing resumes at the next header
+that chains (:meth:`KafkaSession._resync_request`, :meth:`KafkaSession._resync_response`),
+and since pairing is by correlation id, what follows pairs as if nothing happened: a request
+whose response was lost stays unanswered, a response whose request was lost is unpaired.
 """
 
 from __future__ import annotations
@@ -42,7 +45,7 @@ from agentshark.wire import kafka_apis as apis
 from agentshark.wire.events import Operation
 from agentshark.wire.kafka_apis import Context, KafkaRequest, KafkaResponse
 from agentshark.wire.kafka_codec import Cursor, KafkaDecodeError
-from agentshark.wire.kafka_frames import FrameReader, KafkaFrame
+from agentshark.wire.kafka_frames import FrameReader, KafkaFrame, rule
 from agentshark.wire.kafka_names import APIS, MAX_VERSION, api_name, flexible
 from agentshark.wire.kafka_names import response_header_flexible as response_flex
 from agentshark.wire.kafka_records import Budget
@@ -98,17 +101,23 @@ class _Pending:
 class KafkaSession:
     """Both directions of one Kafka connection; see the module docstring."""
 
-    __slots__ = ("_count", "_names", "_pending", "_readers", "diagnostics", "location")
+    __slots__ = (
+        "_count", "_last_corr", "_names", "_pending", "_readers", "diagnostics", "location",
+    )  # fmt: skip
 
     def __init__(self, location: str) -> None:
         self.location = location
-        self._readers = (FrameReader(f"{location} client"), FrameReader(f"{location} server"))
+        self._readers = (
+            FrameReader(f"{location} client", rule(self._resync_request, chain=2)),
+            FrameReader(f"{location} server", rule(self._resync_response, chain=1)),
+        )
+        self._last_corr: int | None = None  # of the last request read
         self._pending: dict[int, _Pending] = {}  # by correlation id, in the order sent
         self._names: dict[str, str] = {}  # topic id -> name, from Metadata/CreateTopics
         self._count = 0
         self.diagnostics: list[Diagnostic] = []
 
-    def feed(self, direction: int, data: bytes, ts: float) -> list[Operation]:
+    def feed(self, direction: int, data: bytes, ts: float, acked: int = -1) -> list[Operation]:
         return self._take(direction, self._readers[direction].feed(data, ts))
 
     def gap(self, direction: int, size: int, ts: float) -> list[Operation]:
@@ -118,6 +127,8 @@ class KafkaSession:
         return []
 
     def close(self) -> list[Operation]:
+        for reader in self._readers:
+            self.diagnostics.extend(reader.close())
         out = []
         for p in self._pending.values():
             p.diagnostics.append(
@@ -164,6 +175,7 @@ class KafkaSession:
         key = int.from_bytes(frame.head[:2], signed=True)
         version = int.from_bytes(frame.head[2:4], signed=True)
         corr = int.from_bytes(frame.head[4:8], signed=True)
+        self._last_corr = corr
         p = _Pending(key, version, corr, frame)
         flex = flexible(key, version)
         try:
@@ -191,6 +203,27 @@ class KafkaSession:
             self._pending[corr] = p
         else:
             out.append(self._operation(p, None, None))
+
+    # -- finding frames again after a gap ---------------------------------------------------
+
+    def _resync_request(self, buf: bytes | bytearray, at: int, size: int) -> bool:
+        """A request header at ``at``: a known API at a version that exists, a correlation id
+        past the last one read (by less than 2**16: clients count up), a client id that
+        fits."""
+        key = int.from_bytes(buf[at : at + 2], signed=True)
+        version = int.from_bytes(buf[at + 2 : at + 4], signed=True)
+        corr = int.from_bytes(buf[at + 4 : at + 8], signed=True)
+        last = self._last_corr
+        if key not in APIS or not 0 <= version <= MAX_VERSION:
+            return False
+        if last is not None and not 0 < corr - last <= 1 << 16:
+            return False
+        n = int.from_bytes(buf[at + 8 : at + 10], signed=True)
+        return n == -1 or 0 <= n <= size - 10
+
+    def _resync_response(self, buf: bytes | bytearray, at: int, size: int) -> bool:
+        """A response header at ``at``: its correlation id names a request in flight."""
+        return int.from_bytes(buf[at : at + 4], signed=True) in self._pending
 
     def _body_error(self, side: str, key: int, version: int, exc: Exception) -> Diagnostic:
         return Diagnostic(

@@ -6,16 +6,21 @@ Every request and response is ``Size:int32`` then ``Size`` bytes. A frame longer
 api key, version and correlation id), the rest is skipped, and it is given out with ``body``
 None and ``too_large`` set. A capture gap inside a frame whose size is known costs that frame
 only: it is given out ``damaged`` with the head bytes that came before the gap, and reading
-goes on in step at the next frame. A gap at a frame boundary, or past the frame it started
-in, leaves no way to find the next frame: the direction is lost from there, with one
-Diagnostic.
+goes on in step at the next frame. After a gap at a frame boundary, or past the frame it
+started in, the reader hunts for the next frame (:mod:`agentshark.wire.resync`) with the
+rule its session gives: a request header whose API key and version exist and whose
+correlation id continues the client's sequence; a response whose correlation id names a
+request in flight.
 """
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from agentshark.errors import Diagnostic
+from agentshark.wire.resync import MORE, NOT, Buffer, Recovery, Rule
 
 MAX_KEPT = 64 << 20  # frame bytes held whole (a Fetch response is 50 MiB at most by default)
 MAX_FRAME = 1 << 30  # no broker accepts a larger one (socket.request.max.bytes is 100 MiB)
@@ -37,15 +42,37 @@ class KafkaFrame:
     damaged: bool = False
 
 
+def rule(judge: Callable[[Buffer, int, int], bool], *, chain: int) -> Rule:
+    """The resync rule of a direction: a size of :data:`MAX_KEPT` at most (its first byte
+    0, which the scan looks for) whose frame ``judge(bytes, body offset, size)`` finds
+    plausible, with the whole frame there."""
+
+    def measure(buf: Buffer, pos: int) -> int:
+        if len(buf) - pos < 12:
+            return MORE
+        size = int.from_bytes(buf[pos : pos + 4], signed=True)
+        if not 8 <= size <= MAX_KEPT or not judge(buf, pos + 4, size):
+            return NOT
+        if len(buf) - pos - 4 < size:
+            return MORE
+        return size + 4
+
+    return Rule(starts=_STARTS, measure=measure, chain=chain)
+
+
+_STARTS = re.compile(b"(?=\\x00)")
+
+
 class FrameReader:
-    """Framing of one direction."""
+    """Framing of one direction; ``resync`` finds frames again after a gap."""
 
-    __slots__ = ("_buf", "_pending", "_skip", "_start_ts", "location", "lost", "offset")
+    __slots__ = ("_buf", "_rec", "_start_ts", "location", "lost", "offset")
 
-    def __init__(self, location: str) -> None:
+    def __init__(self, location: str, resync: Rule) -> None:
         self._buf = bytearray()
-        self._skip = 0  # bytes of the current frame still to skip
-        self._pending: KafkaFrame | None = None  # the frame being skipped
+        self._rec: Recovery[KafkaFrame] = Recovery(
+            resync, prefix="kafka", location=location, release=_ended
+        )
         self._start_ts = 0.0
         self.location = location
         self.lost = False
@@ -55,17 +82,20 @@ class FrameReader:
         out: list[KafkaFrame | Diagnostic] = []
         if self.lost:
             return out
-        if self._skip:
-            cut = min(self._skip, len(data))
-            self._skip -= cut
-            self.offset += cut
-            data = data[cut:]
-            if self._skip:
-                return out
-            if self._pending is not None:
-                self._pending.ended = ts
-                out.append(self._pending)
-                self._pending = None
+        rec = self._rec
+        if rec.skip:
+            released, rest = rec.skip_data(data, ts)
+            self.offset += len(data) - len(rest)
+            out.extend(released)
+            data = rest
+        if rec.hunting and data:
+            diagnostics, at, chunks = rec.feed(data, ts)
+            out.extend(diagnostics)
+            if chunks:
+                self.offset = at
+                for chunk, chunk_ts in chunks:
+                    out.extend(self.feed(chunk, chunk_ts))
+            return out
         if not data:
             return out
         if not self._buf:
@@ -96,9 +126,8 @@ class FrameReader:
                 have = end - pos - 4
                 if have < min(HEAD, size):
                     break  # wait for the head
-                self._skip = max(0, size - have)
-                if self._skip:
-                    self._pending = frame
+                if size > have:
+                    self._rec.skip_rest(size - have, frame, ts)
                     self.offset += end
                     buf.clear()
                     return
@@ -136,16 +165,21 @@ class FrameReader:
         """``size`` bytes were never captured."""
         if self.lost:
             return []
-        if self._skip and size <= self._skip:  # inside a frame already being skipped
-            self._skip -= size
-            self.offset += size
-            if self._pending is not None:
-                self._pending.damaged = True
-            if not self._skip and self._pending is not None:
-                frame, self._pending = self._pending, None
-                return [frame]
-            return []
-        if not self._skip and len(self._buf) >= 4:
+        rec = self._rec
+        out: list[KafkaFrame | Diagnostic] = []
+        if rec.hunting:
+            out.append(rec.hunt(0, size, "before a frame boundary was found again"))
+            return out
+        if rec.skip:  # inside a frame already being skipped
+            if rec.pending is not None:
+                rec.pending.damaged = True
+            released, past = rec.skip_gap(size, ts)
+            self.offset += size - past
+            out.extend(released)
+            if not past:
+                return out
+            size = past
+        elif len(self._buf) >= 4:
             total = int.from_bytes(self._buf[:4], signed=True)
             need = total + 4 - len(self._buf)
             if 0 <= total <= MAX_FRAME and 0 < size <= need:
@@ -160,19 +194,17 @@ class FrameReader:
                 )
                 self.offset += len(self._buf) + size
                 self._buf.clear()
-                self._skip = need - size
-                if self._skip:
-                    self._pending = frame
-                    return []
-                return [frame]
-        self.lost = True
+                out.extend(self._rec.skip_rest(need - size, frame, ts))
+                return out
+        held = len(self._buf)
         self._buf.clear()
-        return [
-            Diagnostic(
-                code="kafka.gap",
-                message=f"{size} bytes of this direction were not captured at a frame "
-                "boundary: where the next frame starts cannot be told, nothing more of this "
-                "direction is read",
-                location=f"{self.location} byte {self.offset}",
-            )
-        ]
+        where = "at a frame boundary" if not held else f"inside a frame ({held} bytes held)"
+        out.append(rec.hunt(self.offset + held, size, where))
+        return out
+
+    def close(self) -> list[Diagnostic]:
+        return self._rec.close()
+
+
+def _ended(frame: KafkaFrame, ts: float) -> None:
+    frame.ended = ts

@@ -15,6 +15,17 @@ Pairing is by order (the server answers the client's messages in the order sent,
 the client's messages that expect an answer are queued; each server message answers the
 head of the queue. After an ErrorResponse in an extended-query batch the server skips to
 the Sync: the queued Executes before it are reported not executed (``details["skipped"]``).
+After a capture gap that loses messages at a boundary (framing resumes at the next one,
+:mod:`agentshark.wire.pgsql_frames`), order alone no longer proves which request an answer
+belongs to: every operation ended from then on is incomplete (``pg.gap_pairing``) until a
+sync point: a request that begins a batch, sent by the client in a segment acknowledging
+every server byte seen, which ended with a ReadyForQuery (or where the server's framing
+resumed after lost bytes); what still waited before it ends incomplete
+(``pg.gap_unanswered``), and the first answer after it must fit the request it pairs with.
+Lost client bytes also forget the prepared statements and portals (a Parse or Close may be
+among them). A one-byte gap where the answer to an SSLRequest was due is read from the
+client's next bytes: a TLS ClientHello (``S``) or a StartupMessage (``N``).
+
 Secrets: a PasswordMessage/SASL/GSS response (``p``) is counted, never kept; a cancel key
 (BackendKeyData, CancelRequest) is never kept.
 
@@ -99,26 +110,35 @@ class _Op:
 
 @dataclass(slots=True)
 class _Pending:
-    """A client message that expects an answer: kind and the operation it is part of."""
+    """A client message that expects an answer: kind and the operation it is part of;
+    ``acked``: how much of the server's stream the client had received when it sent the
+    message that began its batch (-1: not known, or not the first of a batch)."""
 
-    kind: str  # startup ssl query parse bind describe execute sync close function
+    kind: str  # startup ssl query parse bind describe execute sync close function lost
     op: _Op | None = None
+    acked: int = -1
 
 
 class PgSession:
     """Both directions of one PostgreSQL connection; see the module docstring."""
 
     __slots__ = (
+        "_acked",
+        "_answer_gap",
+        "_batch",
         "_count",
         "_encrypted",
         "_ended",
+        "_forgot",
         "_last_ts",
         "_portals",
+        "_probation",
         "_queue",
         "_readers",
         "_statements",
         "_switch",
         "_unpaired",
+        "_unsure",
         "diagnostics",
         "location",
     )
@@ -136,16 +156,33 @@ class PgSession:
         self._encrypted = False
         self._switch: TlsSwitch | None = None  # TLS from here on, until taken
         self._unpaired = False
+        self._unsure: str | None = None  # the gap since which pairing is not proven
+        self._acked = -1  # of the client segment being read
+        self._answer_gap: float | None = None  # a one-byte server gap where an answer was due
+        self._forgot = False  # statements and portals were forgotten at lost client bytes
+        self._probation = False  # after a sync point: the next answer must fit the head
+        self._batch = True  # the client's next message begins a batch (after a Sync/Query)
         self._ended: list[bool | None] = [None, None]
         self._last_ts = 0.0
         self.diagnostics: list[Diagnostic] = []
 
     # -- the decoder interface --------------------------------------------------------------
 
-    def feed(self, direction: int, data: bytes, ts: float) -> list[Operation]:
+    def feed(self, direction: int, data: bytes, ts: float, acked: int = -1) -> list[Operation]:
         self._last_ts = ts
         if self._encrypted:
             return []
+        self._acked = acked if direction == 0 else -1
+        if self._answer_gap is not None:  # a lost SSLRequest answer, not told yet
+            gap_ts, self._answer_gap = self._answer_gap, None
+            if direction == 0:
+                out = self._take(0, self._readers[0].feed(data, ts))
+                told = self._lost_answer(1, gap_ts, wait=False)
+                if told is None:  # what came does not tell: an ordinary gap, late
+                    return out + self._take(1, self._readers[1].gap(1, gap_ts))
+                return out + told
+            out = self._take(1, self._readers[1].gap(1, gap_ts))
+            return out + self._take(1, self._readers[1].feed(data, ts))
         return self._take(direction, self._readers[direction].feed(data, ts))
 
     def gap(self, direction: int, size: int, ts: float) -> list[Operation]:
@@ -153,6 +190,8 @@ class PgSession:
         message of the startup, a Bind's parameters...): those requests are not whole."""
         if self._encrypted:
             return []
+        if direction == 1 and (inferred := self._lost_answer(size, ts, wait=True)) is not None:
+            return inferred
         if direction == 0:
             for item in self._queue:
                 if item.op is not None and item.op.request_complete:
@@ -180,10 +219,12 @@ class PgSession:
         """Every operation still waiting for its answer, incomplete (a cancel: complete
         when the server closed the connection with a FIN, its only answer)."""
         out: list[Operation] = []
+        for reader in self._readers:
+            self.diagnostics.extend(reader.close())
         while self._queue:
             item = self._queue.popleft()
             op = item.op
-            if op is None or item.kind == "parse":  # a Parse is reported by its Execute
+            if op is None or item.kind in ("parse", "lost"):  # a Parse: by its Execute
                 continue
             if op.kind == "cancel":
                 out.append(self._done(op, self._last_ts, complete=self._ended[1] is True))
@@ -205,8 +246,7 @@ class PgSession:
         for item in items:
             if isinstance(item, Diagnostic):
                 self.diagnostics.append(item)
-                if direction == 0:
-                    self._unpaired = True
+                self._framing(direction, item, out)
                 continue
             if self._encrypted:
                 break
@@ -217,6 +257,110 @@ class PgSession:
                     self._server(item, out)
             except BadMessageError as exc:
                 self._bad(item, str(exc))
+        return out
+
+    # -- gaps and sync points --------------------------------------------------------------
+
+    def _framing(self, direction: int, diag: Diagnostic, out: list[Operation]) -> None:
+        """A framing Diagnostic of a direction: what it does to the pairing."""
+        code = diag.code
+        if code == "pg.framing" and direction == 0:
+            self._unpaired = True
+        elif code == "pg.gap" and direction == 0:
+            # client messages lost: their answers come where this marker reaches the head
+            self._queue.append(_Pending("lost"))
+            self._batch = True
+            # a Parse, Bind or Close may be among them: what was prepared is not known
+            self._statements.clear()
+            self._portals.clear()
+            self._forgot = True
+        elif (
+            code == "pg.gap"
+            and not self._unsure
+            and (self._queue or self._readers[1].last not in ("Z", ""))
+        ):
+            self._unsure = diag.location  # answers lost: the next ones may be anyone's
+        elif code == "pg.resync" and direction == 1 and self._unsure:
+            # a client batch sent when the client had received every server byte up to
+            # here: what the server sent before answered only the requests before it
+            at = self._readers[1].resynced_at
+            for n, item in enumerate(self._queue):
+                if item.acked == at:
+                    self._sync(n, out)
+                    break
+
+    def _sync(self, n: int, out: list[Operation]) -> None:
+        """A sync point before the queue's ``n``-th item: the server owes nothing before
+        it; what waited there lost its answer (or cannot be told to have had one)."""
+        where = self._unsure or "a gap"
+        for _ in range(n):
+            item = self._queue.popleft()
+            op = item.op
+            if op is None or item.kind == "lost":
+                continue
+            op.diagnostics.append(
+                Diagnostic(
+                    code="pg.gap_unanswered",
+                    message=f"its answer was lost in a capture gap ({where}): the server owed "
+                    "nothing more for it when the client sent its next request",
+                    location=self.location,
+                )
+            )
+            out.append(self._done(op, None, complete=False, sure=True))
+        self._unsure = None
+        self._probation = True
+
+    def _at_batch(self, out: list[Operation]) -> None:
+        """The client begins a batch: a sync point when bytes were lost and the client sent
+        it having received every byte the server sent, which ended with a ReadyForQuery."""
+        server = self._readers[1]
+        lost = self._unsure or any(i.kind == "lost" for i in self._queue)
+        if (
+            lost
+            and self._acked >= 0
+            and server.at_rest
+            and server.last == "Z"
+            and self._acked == server.offset
+        ):
+            self._sync(len(self._queue), out)
+
+    def _lost_answer(self, size: int, ts: float, *, wait: bool) -> list[Operation] | None:
+        """A gap of one byte where the server's answer to an SSLRequest was due: the
+        client's next bytes say which it was (a TLS ClientHello: ``S``; a StartupMessage:
+        ``N``). None: no such evidence, the gap is an ordinary one. With nothing after the
+        request yet (TCP tells a gap when the client acknowledges past it, before that
+        segment's own bytes), ``wait`` defers the answer to the client's next bytes."""
+        client, server = self._readers
+        if size != 1 or not server.answers or not server.at_rest:
+            return None
+        if not self._queue or self._queue[0].kind != "ssl":
+            return None
+        held = client.held()
+        if not held and wait:
+            self._answer_gap = ts
+            return []
+        if held[:1] == b"\x16" and held[1:2] == b"\x03" and held[5:6] == b"\x01":
+            answer = b"S"
+        elif looks_like_startup(held):
+            answer = b"N"
+        else:
+            return None
+        server.answers -= 1
+        msg = PgMessage(type=ANSWER, body=answer, ts=ts, offset=server.offset, size=1)
+        server.offset += 1
+        op = self._queue[0].op
+        if op is not None:
+            what = "a TLS ClientHello" if answer == b"S" else "a StartupMessage"
+            op.diagnostics.append(
+                Diagnostic(
+                    code="pg.answer_lost",
+                    message=f"the server's one-byte answer was not captured; the client's "
+                    f"next bytes are {what}, so it was {answer.decode()!r}",
+                    location=f"{self.location} server byte {msg.offset}",
+                )
+            )
+        out: list[Operation] = []
+        self._answer(msg, out, inferred=True)
         return out
 
     def _bad(self, msg: PgMessage, why: str) -> None:
@@ -233,6 +377,21 @@ class PgSession:
         if kind == "p":
             self._password()
             return
+        if self._batch and kind in _BATCH_STARTS:
+            self._at_batch(out)
+            self._batch = False
+            mark = len(self._queue)
+            self._client_message(msg, kind, body, out)
+            if len(self._queue) > mark:
+                self._queue[mark].acked = self._acked
+            return
+        self._client_message(msg, kind, body, out)
+
+    def _client_message(
+        self, msg: PgMessage, kind: str, body: bytes | None, out: list[Operation]
+    ) -> None:
+        if kind in ("S", "Q"):
+            self._batch = True
         if body is None:  # damaged: what it asked is not known
             if kind in ("Q", "E", "F"):
                 op = _Op(_CLIENT_KINDS[kind], None, None, msg.ts, request_complete=False)
@@ -305,7 +464,17 @@ class PgSession:
                 op.started = min(op.started, item.op.started)
         if max_rows:
             op.details["max_rows"] = max_rows
-        if query is None:
+        if query is None and self._forgot:
+            op.request_complete = False
+            op.diagnostics.append(
+                Diagnostic(
+                    code="pg.gap_statement",
+                    message=f"portal {portal!r} may have been bound in client bytes lost in a "
+                    "capture gap: its statement and parameters are not known",
+                    location=f"{self.location} client byte {msg.offset}",
+                )
+            )
+        elif query is None:
             op.diagnostics.append(
                 Diagnostic(
                     code="pg.unknown_statement",
@@ -344,7 +513,7 @@ class PgSession:
         for item in self._queue:
             if item.kind in ("execute", "query", "function", "startup"):
                 return item.op
-            if item.kind == "sync":
+            if item.kind in ("sync", "lost"):
                 return None
         return None
 
@@ -353,6 +522,15 @@ class PgSession:
         if handler is None:
             self._bad(msg, "not a server message type")
             return
+        if self._queue and self._queue[0].kind == "lost":
+            # the answers of the lost client messages, or of later ones: not proven
+            self._queue.popleft()
+            self._unsure = self._unsure or f"{self.location} client"
+        if self._probation and self._queue:
+            self._probation = False
+            fits = _OPENERS.get(self._queue[0].kind)
+            if fits is not None and msg.type not in fits:  # the sync point was not one
+                self._unsure = f"{self.location} server byte {msg.offset}"
         if not self._queue and msg.type not in ("A", "N", "S", "E"):
             if not self._unpaired:
                 self._unpaired = True
@@ -370,7 +548,7 @@ class PgSession:
             op.response_started = msg.ts
         handler(self, msg, out)
 
-    def _answer(self, msg: PgMessage, out: list[Operation]) -> None:
+    def _answer(self, msg: PgMessage, out: list[Operation], *, inferred: bool = False) -> None:
         item = self._queue[0]
         if item.kind != "ssl" or item.op is None or msg.body is None:
             return
@@ -378,7 +556,8 @@ class PgSession:
         answer = msg.body.decode("latin-1")
         item.op.result = answer
         item.op.response_started = msg.ts
-        out.append(self._done(item.op, msg.ts, complete=answer in ("S", "N", "G")))
+        whole = answer in ("S", "N", "G") and not inferred
+        out.append(self._done(item.op, msg.ts, complete=whole))
         client, server = self._readers
         if answer == "S":
             self._encrypted = True
@@ -467,7 +646,7 @@ class PgSession:
         expected = {"1": "parse", "2": "bind", "3": "close"}[msg.type]
         if self._queue[0].kind == expected:
             self._queue.popleft()
-        else:
+        elif not self._unsure:
             self._bad(
                 msg,
                 f"it answers a {expected}, the oldest request waiting is a {self._queue[0].kind}",
@@ -532,6 +711,7 @@ class PgSession:
             return
         if head.kind in ("query", "startup", "ssl") and head.op is not None:
             head.op.error = fields
+            head.op.lost = head.op.lost or msg.body is None
             if head.kind == "startup":  # the connection is refused: no ReadyForQuery
                 self._queue.popleft()
                 out.append(self._done(head.op, msg.ts, complete=msg.body is not None))
@@ -551,6 +731,7 @@ class PgSession:
             )
             return
         op.error = fields
+        op.lost = op.lost or msg.body is None
         self._finish_head(op, msg.ts, out)
 
     def _notice(self, msg: PgMessage, out: list[Operation]) -> None:
@@ -596,7 +777,21 @@ class PgSession:
 
     # -- operations out ---------------------------------------------------------------------
 
-    def _done(self, op: _Op, ended: float | None, *, complete: bool) -> Operation:
+    def _done(
+        self, op: _Op, ended: float | None, *, complete: bool, sure: bool = False
+    ) -> Operation:
+        if self._unsure and not sure and op.kind not in ("notification", "cancel"):
+            complete = False
+            op.diagnostics.append(
+                Diagnostic(
+                    code="pg.gap_pairing",
+                    message=f"bytes lost in a capture gap ({self._unsure}) leave it unproven "
+                    "which request the answers here belong to (pairing is sure again at "
+                    "the next sync point: a request sent after a ReadyForQuery the client "
+                    "had received)",
+                    location=self.location,
+                )
+            )
         index = self._count
         self._count += 1
         return Operation(
@@ -624,6 +819,18 @@ class PgSession:
 
 
 _CLIENT_KINDS = {"Q": "query", "E": "execute", "F": "function_call"}
+_BATCH_STARTS = frozenset("QPBF")  # a client message that begins a batch after a gap
+# what the server's first answer to a request of each kind can be (a sync point's check)
+_OPENERS = {
+    "parse": frozenset("1E"),
+    "bind": frozenset("2E"),
+    "describe": frozenset("tTnE"),
+    "execute": frozenset("DCIsEGHWN"),
+    "query": frozenset("TCIEGHWNDS"),
+    "sync": frozenset("ZE"),
+    "close": frozenset("3E"),
+    "function": frozenset("VE"),
+}
 _PENDING_KINDS = {"P": "parse", "B": "bind", "D": "describe", "S": "sync", "C": "close"}
 _SERVER = {
     ANSWER: PgSession._answer,

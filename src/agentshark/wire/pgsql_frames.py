@@ -8,9 +8,11 @@ GSSENCRequest (``S``/``N``/``G``), which is not framed at all
 (https://www.postgresql.org/docs/current/protocol-flow.html#PROTOCOL-FLOW-SSL).
 
 A capture gap inside a message whose length is known costs that message only: the reader
-skips the rest of it and gives it out damaged (``body`` None), then reads on in step. A gap
-at a message boundary (or past the message it started in) leaves no way to find the next
-boundary: the direction is lost from there, with one Diagnostic. A message longer than
+skips the rest of it and gives it out damaged (``body`` None), then reads on in step. After
+a gap at a message boundary (or past the message it started in) the reader hunts for the
+next boundary (:mod:`agentshark.wire.resync`): a type byte of the direction's alphabet with a
+length that fits the type (:data:`CLIENT_TYPES`, :data:`SERVER_TYPES`), the body's shape
+where the type fixes one, and the messages after it well-formed too. A message longer than
 :data:`MAX_KEPT` is not held either: it is skipped and given out with ``body`` None and
 ``too_large`` set.
 
@@ -23,9 +25,11 @@ take (:meth:`PgReader.take_rest`) or for framing to resume on an ``N`` (:meth:`P
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from agentshark.errors import Diagnostic
+from agentshark.wire.resync import MORE, NOT, Buffer, Recovery, Rule
 
 MAX_KEPT = 16 << 20  # message bytes held whole; longer ones are skipped (type and size kept)
 MAX_MESSAGE = 1 << 30  # no message is longer (the server's PQ_LARGE_MESSAGE_LIMIT)
@@ -35,6 +39,57 @@ GSSENC_REQUEST = 80877104
 CANCEL_REQUEST = 80877102
 UNTYPED = ""  # the type of a startup-phase message (no type byte)
 ANSWER = "!"  # the type of the server's one-byte answer to SSLRequest/GSSENCRequest
+
+
+# The message types of each direction after the startup phase, with the body length a type
+# fixes (None: any) and whether its body ends with a NUL (the last field a string).
+# https://www.postgresql.org/docs/current/protocol-message-formats.html
+CLIENT_TYPES: dict[str, tuple[int | None, bool]] = {
+    "Q": (None, True), "P": (None, False), "B": (None, False), "E": (None, False),
+    "D": (None, True), "S": (0, False), "C": (None, True), "H": (0, False), "F": (None, False),
+    "X": (0, False), "d": (None, False), "c": (0, False), "f": (None, True), "p": (None, False),
+}  # fmt: skip
+SERVER_TYPES: dict[str, tuple[int | None, bool]] = {
+    "R": (None, False), "S": (None, True), "K": (None, False), "Z": (1, False),
+    "T": (None, False), "n": (0, False), "t": (None, False), "1": (0, False), "2": (0, False),
+    "3": (0, False), "D": (None, False), "C": (None, True), "I": (0, False), "s": (0, False),
+    "E": (None, True), "N": (None, True), "A": (None, True), "G": (None, False),
+    "H": (None, False), "W": (None, False), "d": (None, False), "c": (0, False),
+    "V": (None, False), "v": (None, False),
+}  # fmt: skip
+MAX_RESYNC = 1 << 24  # a message after a gap is believed up to this length
+_STATUS = frozenset(b"ITE")  # ReadyForQuery's transaction status
+
+
+def _rule(types: dict[str, tuple[int | None, bool]]) -> Rule:
+    letters = re.escape("".join(sorted(types)).encode())
+    starts = re.compile(b"(?=[" + letters + b"]\\x00)")
+    table = {ord(k): v for k, v in types.items()}
+
+    def measure(buf: Buffer, pos: int) -> int:
+        if len(buf) - pos < 5:
+            return MORE
+        shape = table.get(buf[pos])
+        length = int.from_bytes(buf[pos + 1 : pos + 5])
+        if shape is None or not 4 <= length <= MAX_RESYNC:
+            return NOT
+        fixed, nul = shape
+        if fixed is not None and length != 4 + fixed:
+            return NOT
+        end = pos + 1 + length
+        if len(buf) < end:
+            return MORE
+        if nul and (length == 4 or buf[end - 1] != 0):
+            return NOT
+        if buf[pos] == 0x5A and buf[pos + 5] not in _STATUS:  # ReadyForQuery
+            return NOT
+        return length + 1
+
+    return Rule(starts=starts, measure=measure, chain=3)
+
+
+CLIENT_RULE = _rule(CLIENT_TYPES)
+SERVER_RULE = _rule(SERVER_TYPES)
 
 
 @dataclass(slots=True, kw_only=True)
@@ -59,21 +114,23 @@ class PgReader:
 
     __slots__ = (
         "_buf",
-        "_pending",
-        "_skip",
+        "_rec",
         "_start_ts",
         "answers",
+        "last",
         "location",
         "lost",
         "offset",
         "paused",
+        "resynced_at",
         "startup",
     )
 
     def __init__(self, *, client: bool, location: str) -> None:
         self._buf = bytearray()
-        self._skip = 0  # bytes of the current message still to skip
-        self._pending: PgMessage | None = None  # the damaged message being skipped
+        self._rec: Recovery[PgMessage] = Recovery(
+            CLIENT_RULE if client else SERVER_RULE, prefix="pg", location=location
+        )
         self._start_ts = 0.0
         self.startup = client  # the next message is untyped
         self.answers = 0  # one-byte answers the server owes (SSLRequest / GSSENCRequest)
@@ -81,21 +138,44 @@ class PgReader:
         self.paused = False  # waiting on an answer that may end cleartext: bytes are held
         self.location = location
         self.offset = 0  # stream offset of ``_buf[0]``
+        self.last = ""  # the type of the last message given out
+        self.resynced_at = -1  # where reading resumed after the last hunt
+
+    @property
+    def hunting(self) -> bool:
+        """After a gap, no message boundary is proven yet."""
+        return self._rec.hunting
+
+    @property
+    def at_rest(self) -> bool:
+        """Framing is in step and holds no part of a message."""
+        return not self._buf and not self._rec.busy and not self.lost
+
+    def held(self) -> bytes:
+        """The bytes held past the last message (while paused: what came after the request)."""
+        return bytes(self._buf)
 
     def feed(self, data: bytes, ts: float) -> list[PgMessage | Diagnostic]:
         if self.lost:
             return []
         out: list[PgMessage | Diagnostic] = []
-        if self._skip:
-            cut = min(self._skip, len(data))
-            self._skip -= cut
-            self.offset += cut
-            data = data[cut:]
-            if self._skip:
+        rec = self._rec
+        if rec.skip:
+            released, rest = rec.skip_data(data, ts)
+            self.offset += len(data) - len(rest)
+            out.extend(released)
+            data = rest
+        if rec.hunting and data:
+            diagnostics, at, chunks = rec.feed(data, ts)
+            out.extend(diagnostics)
+            if not chunks:
                 return out
-            if self._pending is not None:
-                out.append(self._pending)
-                self._pending = None
+            self.offset = self.resynced_at = at
+            self.startup = self.paused = False
+            self.answers = 0
+            for chunk, chunk_ts in chunks:
+                out.extend(self.feed(chunk, chunk_ts))
+            return out
         if not data:
             return out
         if not self._buf:
@@ -168,9 +248,9 @@ class PgReader:
                         size=size,
                         too_large=True,
                     )
-                    self._skip = max(0, size - (end - pos))
-                    if self._skip:
-                        self._pending = message
+                    rest = size - (end - pos)
+                    if rest > 0:
+                        self._rec.skip_rest(rest, message, ts)
                         pos = end
                         break
                     out.append(message)
@@ -182,6 +262,7 @@ class PgReader:
                 out.append(
                     self._message(kind, bytes(buf[pos + 5 : pos + size]), start_ts, pos, size)
                 )
+                self.last = kind
                 pos += size
             start_ts = ts  # a later message in this chunk started in it
         del buf[:pos]
@@ -204,19 +285,22 @@ class PgReader:
         """``size`` bytes were never captured."""
         if self.lost:
             return []
-        if self._skip:  # inside a message already being skipped
-            if size <= self._skip:
-                self._skip -= size
-                self.offset += size
-                out: list[PgMessage | Diagnostic] = []
-                if not self._skip and self._pending is not None:
-                    out.append(self._pending)
-                    self._pending = None
+        rec = self._rec
+        out: list[PgMessage | Diagnostic] = []
+        if rec.hunting:
+            out.append(rec.hunt(0, size, "before a message boundary was found again"))
+            return out
+        if rec.skip:  # inside a message already being skipped
+            released, past = rec.skip_gap(size, ts)
+            self.offset += size - past
+            out.extend(released)
+            if not past:
                 return out
+            size = past
         elif self._buf and not self.startup and not self.answers and len(self._buf) >= 5:
             total = int.from_bytes(self._buf[1:5]) + 1
             need = total - len(self._buf)
-            if 0 < size <= need:
+            if 0 < size <= need and 5 <= total <= MAX_MESSAGE:
                 damaged = PgMessage(
                     type=chr(self._buf[0]),
                     body=None,
@@ -226,19 +310,15 @@ class PgReader:
                 )
                 self.offset += len(self._buf) + size
                 self._buf.clear()
-                self._skip = need - size
-                if self._skip:
-                    self._pending = damaged
-                    return []
-                return [damaged]
-        self.lost = True
+                out.extend(rec.skip_rest(need - size, damaged, ts))
+                return out
+        held = len(self._buf)
         self._buf.clear()
-        return [
-            Diagnostic(
-                code="pg.gap",
-                message=f"{size} bytes of this direction were not captured at a message "
-                "boundary: where the next message starts cannot be told, nothing more of "
-                "this direction is read",
-                location=f"{self.location} byte {self.offset}",
-            )
-        ]
+        self.paused = False
+        where = "at a message boundary" if not held else f"inside a message ({held} bytes held)"
+        out.append(rec.hunt(self.offset + held, size, where))
+        return out
+
+    def close(self) -> list[Diagnostic]:
+        """The direction is over: a hunt that found nothing says so."""
+        return self._rec.close()

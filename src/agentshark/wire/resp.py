@@ -14,6 +14,14 @@ channel. A pub/sub message (a RESP3 push ``>``, or a RESP2 array ``message``/``p
 deliver or ack are their ``Operation.messages`` (:mod:`agentshark.wire.resp_queue`), and an
 RQ job hash written (``HSET rq:job:<id>``) is ``details["rq_job"]``.
 
+After a capture gap the framing resumes at the next value that parses
+(:mod:`agentshark.wire.resp_values`), but RESP pairs by order, so lost values break the count:
+replies pair again only where TCP acknowledgments prove it: a reply sent before the server
+had received the next command seen answers a lost one (``resp.gap_unpaired``); a command sent
+after the client had received every server byte up to where reading resumed, with one
+command owed before it, proves that one's reply lost (``resp.gap_unanswered``). Otherwise
+replies pair by order as incomplete guesses (``resp.gap_pairing``).
+
 Secrets: the password of AUTH and of HELLO's AUTH option is never kept (``details
 ["secret_arguments"]`` counts them). Reply values are kept (bounded) in ``values``, written
 only with ``--events``; ``result`` is a short summary (``OK``, an integer, ``bulk 5 bytes``,
@@ -83,35 +91,48 @@ def plain(kind: str, value: Any) -> Json:
 
 
 class _Command:
-    __slots__ = ("args", "name", "op", "replies")
+    __slots__ = ("acked", "args", "end", "name", "op", "replies")
 
     def __init__(self, name: str, op: dict[str, Any], replies: int, args: list[bytes]) -> None:
-        self.name = name
+        self.name = name  # "" for the mark of client bytes lost in a gap
         self.op = op
         self.replies = replies  # replies still owed
         self.args = args  # a queue command's arguments (after its name), else empty
+        self.end = -1  # client stream offset past it
+        self.acked = -1  # of the server's stream, by the segment that carried it
+
+
+_LOST = ""  # the name of the queue's mark of lost client bytes
 
 
 class RespSession:
     """Both directions of one Redis connection; see the module docstring."""
 
-    __slots__ = ("_count", "_ended", "_queue", "_readers", "_subscribed", "diagnostics", "location")
+    __slots__ = (
+        "_acked", "_count", "_ended", "_queue", "_readers", "_subscribed", "_unsure",
+        "diagnostics", "location",
+    )  # fmt: skip
 
     def __init__(self, location: str) -> None:
         self.location = location
-        self._readers = (RespReader(inline=True), RespReader(inline=False))
+        self._readers = (
+            RespReader(inline=True, location=f"{location} client"),
+            RespReader(inline=False, location=f"{location} server"),
+        )
+        self._unsure: str | None = None  # the gap since which pairing by order is not proven
+        self._acked = -1
         self._queue: deque[_Command] = deque()
         self._subscribed = False
         self._count = 0
         self._ended: list[bool | None] = [None, None]
         self.diagnostics: list[Diagnostic] = []
 
-    def feed(self, direction: int, data: bytes, ts: float) -> list[Operation]:
+    def feed(self, direction: int, data: bytes, ts: float, acked: int = -1) -> list[Operation]:
         reader = self._readers[direction]
         if reader.lost:
             return []
         try:
-            values = reader.feed(data)
+            values = reader.feed(data, ts)
         except RespError as exc:
             reader.lose()
             self._diagnostic(
@@ -122,26 +143,65 @@ class RespSession:
             )
             return []
         out: list[Operation] = []
+        # a value read from bytes held while hunting came with an earlier segment's ack
+        self._acked = -1 if reader.resynced else acked
+        for diag, at in reader.resynced:
+            self.diagnostics.append(diag)
+            if direction == 1:
+                self._server_resync(at, out)
+        reader.resynced.clear()
         for value in values:
             if direction == 0:
-                self._command(value, ts)
+                self._command(value, value.ts)
             else:
-                self._reply(value, ts, out)
+                self._reply(value, value.ts, out)
         return out
 
     def gap(self, direction: int, size: int, ts: float) -> list[Operation]:
-        """RESP has no message boundary to find again: the direction is lost from here."""
+        """Lost bytes: the direction hunts for its next value (see
+        :mod:`agentshark.wire.resp_values`); what the loss does to the pairing is in
+        :meth:`_reply` and :meth:`_server_resync`."""
         reader = self._readers[direction]
-        if not reader.lost:
-            reader.lose()
-            self._diagnostic(
-                "resp.gap",
-                f"{size} bytes were not captured: where the next value starts cannot be "
-                "told, nothing more of this direction is read",
-                direction,
-                reader.offset,
-            )
+        at_rest = reader.at_rest
+        diag = reader.gap(size)
+        if diag is None:
+            return []
+        self.diagnostics.append(diag)
+        if direction == 0:
+            if not self._queue or self._queue[-1].name != _LOST:
+                self._queue.append(_Command(_LOST, {}, 0, []))
+        elif self._queue or not at_rest:
+            self._unsure = self._unsure or diag.location  # replies lost: to which commands?
         return []
+
+    def _server_resync(self, at: int, out: list[Operation]) -> None:
+        """The server's framing resumed at ``at``. A command the client sent having
+        received every server byte up to there came after everything lost: when exactly
+        one command was waiting before it, the lost bytes held that one's reply (not
+        subscribed, so no push could be among them), and pairing by order is proven
+        again."""
+        if not self._unsure or self._subscribed:
+            return
+        for n, cmd in enumerate(self._queue):
+            if cmd.acked != at:
+                continue
+            if n == 1 and self._queue[0].name not in _PER_CHANNEL | {_LOST}:
+                head = self._queue.popleft()
+                head.op["diagnostics"].append(
+                    Diagnostic(
+                        code="resp.gap_unanswered",
+                        message=f"its reply was lost in a capture gap ({self._unsure}): the "
+                        "client's next command was sent after the lost bytes had come",
+                        location=self.location,
+                    )
+                )
+                if head.args:
+                    head.op["messages"] = messages(head.name, head.args, None)
+                self._unsure = None
+                out.append(self._done(head.op, complete=False))
+            elif n == 0:
+                self._unsure = None
+            return
 
     def end(self, direction: int, ts: float, *, clean: bool) -> list[Operation]:
         self._ended[direction] = clean
@@ -149,8 +209,12 @@ class RespSession:
 
     def close(self) -> list[Operation]:
         out = []
+        for reader in self._readers:
+            self.diagnostics.extend(reader.close())
         while self._queue:
             cmd = self._queue.popleft()
+            if cmd.name == _LOST:
+                continue
             if cmd.args:
                 cmd.op["messages"] = messages(cmd.name, cmd.args, None)
             cmd.op["diagnostics"].append(
@@ -216,7 +280,10 @@ class RespSession:
         if name in ROLES and ROLES[name] == "pubsub.subscribe":
             self._subscribed = True
         kept = args[1:] if name in QUEUE_COMMANDS else []
-        self._queue.append(_Command(name, op, replies, kept))
+        command = _Command(name, op, replies, kept)
+        command.end = value.offset + value.size
+        command.acked = self._acked
+        self._queue.append(command)
 
     # -- replies --------------------------------------------------------------------------
 
@@ -232,6 +299,8 @@ class RespSession:
                 1,
                 value.offset,
             )
+            return
+        if self._queue[0].name == _LOST and self._lost_reply(value):
             return
         cmd = self._queue[0]
         op = cmd.op
@@ -262,6 +331,32 @@ class RespSession:
             if cmd.args:
                 op["messages"] = messages(cmd.name, cmd.args, value)
             out.append(self._done(op, complete=True))
+
+    def _lost_reply(self, value: RespValue) -> bool:
+        """A reply when the mark of lost client bytes is the head: True when the server's
+        ack proves it answers a lost command (the server had not yet received the command
+        after them); else the mark goes, and pairing by order is not proven from here."""
+        after = self._queue[1] if len(self._queue) > 1 else None
+        if self._acked >= 0 and (after is None or self._acked < after.end):
+            self._diagnostic(
+                "resp.gap_unpaired",
+                "a reply to a command lost in a capture gap (the server had not received "
+                "the next command seen when it sent it): it is not paired",
+                1,
+                value.offset,
+            )
+            return True
+        self._queue.popleft()
+        self._unsure = self._unsure or f"{self.location} client"
+        if not self._queue:
+            self._diagnostic(
+                "resp.unpaired",
+                "a reply to no command seen (lost client bytes)",
+                1,
+                value.offset,
+            )
+            return True
+        return False
 
     def _is_push(self, value: RespValue) -> bool:
         if value.kind == ">":
@@ -309,6 +404,17 @@ class RespSession:
         return self._done(op, complete=True, kind="push")
 
     def _done(self, op: dict[str, Any], *, complete: bool, kind: str = "command") -> Operation:
+        if self._unsure and kind == "command" and complete:
+            complete = False
+            op["diagnostics"].append(
+                Diagnostic(
+                    code="resp.gap_pairing",
+                    message=f"bytes lost in a capture gap ({self._unsure}) leave it unproven "
+                    "which command the reply paired with here answers (RESP pairs by order, "
+                    "and the count of lost commands or replies is not known)",
+                    location=self.location,
+                )
+            )
         index = self._count
         self._count += 1
         return Operation(

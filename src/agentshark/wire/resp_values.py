@@ -11,12 +11,21 @@ Values come out as :class:`RespValue` (kind letter and Python value: bytes for s
 int, float, bool, None, a list of RespValue, a list of pairs for a map). A value that is not
 complete yet is parsed again when more bytes came; a bulk string's announced length says how
 many bytes to wait for, so a large value is not re-parsed chunk by chunk.
+
+RESP has no length before a value, so a capture gap leaves no way to step over the rest of
+one: after any gap the reader hunts (:mod:`agentshark.wire.resync`) for the next value that
+parses whole: for the client a command (an array of bulk strings), for the server any value,
+two in a row or one that ends where the bytes received end.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
+
+from agentshark.errors import Diagnostic
+from agentshark.wire.resync import MORE, NOT, Buffer, Recovery, Rule
 
 MAX_LINE = 64 * 1024  # a type line (or inline command) longer than this is not RESP
 MAX_ITEMS = 1 << 20  # elements of one aggregate
@@ -39,6 +48,7 @@ class RespValue:
     offset: int  # where it starts in the direction's stream
     size: int  # bytes on the wire
     attributes: Any = None  # a RESP3 attribute map sent before it
+    ts: float = 0.0  # of the bytes that finished it
 
 
 AGGREGATES = frozenset("*%~>|")
@@ -107,27 +117,102 @@ def parse_value(buf: bytes | bytearray, pos: int) -> tuple[str, Any, int]:
     raise RespError(f"a value of type {kind!r}")
 
 
+def _command_size(buf: Buffer, pos: int) -> int:
+    """A whole command (an array of bulk strings) at ``pos``: its size (resync's measure)."""
+    try:
+        kind, value, end = parse_value(buf, pos)
+    except _Incomplete:
+        return MORE
+    except RespError:
+        return NOT
+    if kind != "*" or not value or any(k != "$" or v is None for k, v in value):
+        return NOT
+    return end - pos
+
+
+def _value_size(buf: Buffer, pos: int) -> int:
+    try:
+        return parse_value(buf, pos)[2] - pos
+    except _Incomplete:
+        return MORE
+    except RespError:
+        return NOT
+
+
+COMMAND_RESYNC = Rule(
+    starts=re.compile(b"(?=\\*[1-9][0-9]{0,6}\\r\\n\\$[0-9])"), measure=_command_size, chain=2
+)
+REPLY_RESYNC = Rule(
+    starts=re.compile(b"(?=[-+:$*_#,(!=%~>|][-0-9a-zA-Z?][^\\r\\n]{0,64}\\r\\n)"),
+    measure=_value_size,
+    chain=2,
+)
+
+
 class RespReader:
     """One direction: ``feed`` returns the values completed; ``inline`` allows inline
     commands (the client's direction)."""
 
-    __slots__ = ("_buf", "_need", "_pending_attributes", "inline", "lost", "offset")
+    __slots__ = (
+        "_buf", "_need", "_pending_attributes", "_rec", "inline", "lost", "offset", "resynced",
+    )  # fmt: skip
 
-    def __init__(self, *, inline: bool) -> None:
+    def __init__(self, *, inline: bool, location: str = "") -> None:
         self._buf = bytearray()
         self._need = 0
         self._pending_attributes: Any = None
+        self._rec: Recovery[RespValue] = Recovery(
+            COMMAND_RESYNC if inline else REPLY_RESYNC, prefix="resp", location=location
+        )
         self.inline = inline
         self.lost = False
         self.offset = 0  # stream offset of _buf[0]
+        self.resynced: list[tuple[Diagnostic, int]] = []  # (its Diagnostic, where reading resumed)
 
-    def feed(self, data: bytes) -> list[RespValue]:
+    @property
+    def hunting(self) -> bool:
+        return self._rec.hunting
+
+    @property
+    def at_rest(self) -> bool:
+        """In step, holding no part of a value."""
+        return not self._buf and not self._rec.hunting and not self.lost
+
+    def gap(self, size: int) -> Diagnostic | None:
+        """``size`` bytes were never captured: the hunt for the next value begins (the
+        bytes held of an unfinished value are given up with them)."""
+        if self.lost:
+            return None
+        rec = self._rec
+        if rec.hunting:
+            return rec.hunt(0, size, "before a value boundary was found again")
+        held = len(self._buf)
+        self._buf.clear()
+        self._need = 0
+        self._pending_attributes = None
+        where = "at a value boundary" if not held else f"inside a value ({held} bytes held)"
+        return rec.hunt(self.offset + held, size, where)
+
+    def close(self) -> list[Diagnostic]:
+        return self._rec.close()
+
+    def feed(self, data: bytes, ts: float = 0.0) -> list[RespValue]:
         if self.lost:
             return []
+        rec = self._rec
+        if rec.hunting:
+            diagnostics, at, chunks = rec.feed(data, ts)
+            out: list[RespValue] = []
+            if chunks:
+                self.resynced.append((diagnostics[0], at))
+                self.offset = at
+                for chunk, chunk_ts in chunks:
+                    out.extend(self.feed(chunk, chunk_ts))
+            return out
         self._buf += data
         if len(self._buf) < self._need:
             return []
-        out: list[RespValue] = []
+        out = []
         buf = self._buf
         pos = 0
         try:
@@ -137,13 +222,13 @@ class RespReader:
                     line, pos = _line(buf, pos)
                     if line.strip():
                         words = [w for w in line.split() if w]
-                        out.append(self._value("inline", words, start, pos))
+                        out.append(self._value("inline", words, start, pos, ts))
                     continue
                 kind, value, pos = parse_value(buf, pos)
                 if kind == "|":
                     self._pending_attributes = value
                     continue
-                out.append(self._value(kind, value, start, pos))
+                out.append(self._value(kind, value, start, pos, ts))
             self._need = 0
         except _Incomplete as more:
             self._need = more.need - pos
@@ -152,10 +237,15 @@ class RespReader:
             self.offset += pos
         return out
 
-    def _value(self, kind: str, value: Any, start: int, end: int) -> RespValue:
+    def _value(self, kind: str, value: Any, start: int, end: int, ts: float) -> RespValue:
         attrs, self._pending_attributes = self._pending_attributes, None
         return RespValue(
-            kind=kind, value=value, offset=self.offset + start, size=end - start, attributes=attrs
+            kind=kind,
+            value=value,
+            offset=self.offset + start,
+            size=end - start,
+            attributes=attrs,
+            ts=ts,
         )
 
     def lose(self) -> None:
