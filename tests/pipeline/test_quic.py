@@ -55,7 +55,10 @@ def test_exchanges_match_the_clients_records(name: str) -> None:
         if "sse_data_events" in want:  # streamed: the DATA frames keep their own times
             times = [ts for ts, _ in ex.response.body.pieces]
             assert len(times) >= want["sse_data_events"] // 2
-            assert times == sorted(times) and times[0] < times[-1]
+            assert times[0] < times[-1]
+            # a datagram that came before the one it follows keeps its time (as a TCP
+            # segment does): only the lossy relay's swaps put the times out of order
+            assert times == sorted(times) or "relay" in truth
     (conn,) = got.connections
     assert conn.protocol == "h3"
     assert conn.exchanges == len(truth["requests"])

@@ -159,6 +159,7 @@ class QuicSessions:
                 for (space, d), n in sorted(q.unopened.items())
             },
             "retries": q.retries,
+            "truncated_datagrams": q.truncated,
             "datagram_frames": q.datagrams,
         }
         return ConnectionReport(

@@ -84,6 +84,7 @@ class QuicConnection:
         self.skipped: dict[str, int] = {}
         self.diagnostics: list[Diagnostic] = []
         self.retries = 0
+        self.truncated = 0  # datagrams the capture cut short (their last packet is not read)
         self.datagrams = 0  # DATAGRAM frames (RFC 9221), counted: no stage reads them yet
         self.closed: QuicClosed | None = None
         self._largest = [[-1, -1], [-1, -1], [-1, -1]]
@@ -94,12 +95,23 @@ class QuicConnection:
         self._seen: dict[str, int] = {}
         self._scid_seen = [False, False]
         self._hello_taken = False  # the ClientHello of the current attempt was read
+        self._server_read = [False, False]  # the ServerHello, the EncryptedExtensions read
 
     # -- datagrams ------------------------------------------------------------------------
 
-    def datagram(self, direction: int, data: bytes, ts: float) -> list[QuicEvent]:
-        """The events of one datagram's packets."""
+    def datagram(self, direction: int, data: bytes, ts: float, missing: int = 0) -> list[QuicEvent]:
+        """The events of one datagram's packets; ``missing``: bytes of it on the wire that
+        the capture did not keep (a snap length below its size)."""
         out: list[QuicEvent] = []
+        if missing:
+            self.truncated += 1
+            self._note(
+                "quic.truncated",
+                f"a datagram of the {_WHO[direction]} was captured {len(data)} of "
+                f"{len(data) + missing} bytes (the capture's snap length): the packet it cuts "
+                f"is not read, and the frames it held are missing (capture with -s 0)",
+            )
+            data = self._whole_packets(data)
         pos = 0
         while pos < len(data):
             first = data[pos]
@@ -130,6 +142,21 @@ class QuicConnection:
                 break
             pos = hdr.end
         return out
+
+    @staticmethod
+    def _whole_packets(data: bytes) -> bytes:
+        """The long-header packets a cut datagram holds whole (a short-header packet runs to
+        the datagram's end, so it is never whole in one)."""
+        pos = 0
+        while pos < len(data) and data[pos] & 0x80:
+            try:
+                hdr = parse_long_header(data, pos)
+            except WireError:
+                break
+            if hdr.kind is None or hdr.kind == "retry":
+                break
+            pos = hdr.end
+        return data[:pos]
 
     def _long(
         self,
@@ -293,11 +320,27 @@ class QuicConnection:
                 ring.set_app(d, keys)
             elif phase >= 0:
                 ring.opened(d, phase, keys)
+        if space == APP and not early:
+            self._unknown_facts()
         if space != INITIAL:
             self.info.decrypted = True
             if ring.suite is None:
                 ring.suite = keys.suite
                 self.info.cipher_suite = keys.suite.name
+
+    def _unknown_facts(self) -> None:
+        """1-RTT packets open: the facts of a server handshake message not read by now are
+        unknown, not absent (its packet was not captured, or not decrypted): ``tls.unknown``
+        names them until the message comes (RFC 9001 §4.1.1: 1-RTT keys follow both)."""
+        info = self.info
+        for read, facts in zip(
+            self._server_read, (("resumed",), ("alpn", "early_data")), strict=True
+        ):
+            if not read:
+                info.unknown.extend(f for f in facts if f not in info.unknown)
+
+    def _known(self, *facts: str) -> None:
+        self.info.unknown = [f for f in self.info.unknown if f not in facts]
 
     # -- frames ---------------------------------------------------------------------------
 
@@ -341,14 +384,23 @@ class QuicConnection:
         if f.fin:
             st.fin_at = f.offset + len(f.data)
         start = st.flow.delivered
-        data = st.flow.add(f.offset, f.data)
+        pieces = st.flow.add(f.offset, f.data, ts)
         fin = st.fin_at >= 0 and st.flow.delivered == st.fin_at
-        if data or (fin and f.fin):
+        if not pieces and fin and f.fin:
+            pieces = [(b"", ts)]
+        last = len(pieces) - 1
+        for n, (data, when) in enumerate(pieces):
             out.append(
                 QuicStreamData(
-                    stream_id=f.stream_id, direction=d, data=data, offset=start, fin=fin, ts=ts
+                    stream_id=f.stream_id,
+                    direction=d,
+                    data=data,
+                    offset=start,
+                    fin=fin and n == last,
+                    ts=when,
                 )
             )
+            start += len(data)
         if fin:
             del self._streams[key]
             self._done.add(key)
@@ -359,7 +411,7 @@ class QuicConnection:
             return
         st = self._streams.pop(key, None)
         if st is not None:
-            self._flush(key, st, ts, out)
+            self._flush(key, st, out)
         self._done.add(key)
         out.append(
             QuicStreamReset(
@@ -384,7 +436,7 @@ class QuicConnection:
             out.append(ev)
 
     def _crypto_frame(self, space: int, d: int, f: qf.Crypto) -> None:
-        data = self._crypto[space][d].add(f.offset, f.data)
+        data = b"".join(p for p, _ in self._crypto[space][d].add(f.offset, f.data))
         if not data:
             return
         try:
@@ -417,6 +469,8 @@ class QuicConnection:
             if server.retry:
                 info.hello_retry = True
                 return
+            self._server_read[0] = True
+            self._known("resumed")
             info.version = tls_version_name(server.version)
             info.cipher_suite = suite_name(server.cipher_suite)
             info.resumed = server.psk
@@ -433,6 +487,8 @@ class QuicConnection:
             ext = parse_encrypted_extensions(body)
             info.alpn = ext.alpn
             info.early_data = ext.early_data
+            self._server_read[1] = True
+            self._known("alpn", "early_data")
 
     # -- the end --------------------------------------------------------------------------
 
@@ -441,24 +497,24 @@ class QuicConnection:
         packets were not opened."""
         out: list[QuicEvent] = []
         for key, st in list(self._streams.items()):
-            self._flush(key, st, ts, out)
+            self._flush(key, st, out)
         self._streams.clear()
         self.info.key_updates = sum(self.keys.key_updates)
         self.info.records = list(self.packets)
         self._summarize()
         return out
 
-    def _flush(self, key: tuple[int, int], st: _Stream, ts: float, out: list[QuicEvent]) -> None:
+    def _flush(self, key: tuple[int, int], st: _Stream, out: list[QuicEvent]) -> None:
         d, sid = key
-        for offset, size, data in st.flow.holes():
+        for offset, size, data, when in st.flow.holes():
             if size:
                 out.append(
-                    QuicStreamGap(stream_id=sid, direction=d, offset=offset, size=size, ts=ts)
+                    QuicStreamGap(stream_id=sid, direction=d, offset=offset, size=size, ts=when)
                 )
             fin = st.fin_at >= 0 and offset + size + len(data) == st.fin_at
             out.append(
                 QuicStreamData(
-                    stream_id=sid, direction=d, data=data, offset=offset + size, fin=fin, ts=ts
+                    stream_id=sid, direction=d, data=data, offset=offset + size, fin=fin, ts=when
                 )
             )
 

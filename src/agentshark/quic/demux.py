@@ -70,7 +70,7 @@ class QuicDemux:
         conn.last_ts = dg.ts
         conn.bytes[d] += len(data)
         conn.packets[d] += 1
-        events = flow.quic.datagram(d, data, dg.ts)
+        events = flow.quic.datagram(d, data, dg.ts, dg.missing)
         if data[0] & 0x80:
             scid = (
                 data[7 + data[5] : 7 + data[5] + data[6 + data[5]]]
