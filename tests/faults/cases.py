@@ -80,9 +80,10 @@ INPUTS: tuple[Input, ...] = (
     _own(
         "h3_lossy", "HTTP/3 over QUIC v1 with real losses and reordering", keys=True, resends=True
     ),
+    _own("h3_push_ws_datagram", "HTTP/3 push, WebSocket over HTTP/3, HTTP datagrams", keys=True),
 )
 # captures without TCP: the faults that move ACKs before their data have nothing to move
-UDP_ONLY = frozenset({"h3_openai", "h3_v2_chacha_keyupdate", "h3_lossy"})
+UDP_ONLY = frozenset({"h3_openai", "h3_v2_chacha_keyupdate", "h3_lossy", "h3_push_ws_datagram"})
 
 BY_NAME = {i.name: i for i in INPUTS}
 

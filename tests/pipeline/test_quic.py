@@ -134,3 +134,65 @@ def test_corpus_chrome_cloudflare() -> None:
     (ex,) = h3
     assert ex.complete and ex.response is not None and ex.response.status == 200
     assert ex.request is not None and ex.request.url == "https://cloudflare-quic.com/"
+
+
+def _features() -> tuple[Collected, dict[str, Any]]:
+    return _run("h3_push_ws_datagram", calls=True), _truth("h3_push_ws_datagram")
+
+
+def test_a_server_push_is_an_exchange_tied_to_its_promise() -> None:
+    """PUSH_PROMISE on the request stream, the response on a push stream (RFC 9114 §4.6):
+    the pushed exchange has the promised request and the pushed response, and says which
+    request stream promised it; aioquic's client records what it was pushed."""
+    got, truth = _features()
+    (want,) = truth["connection"]["pushes"]
+    pushed = [ex for ex in got.exchanges if any(d.code == "h3.pushed" for d in ex.diagnostics)]
+    (ex,) = pushed
+    assert ex.complete and ex.request is not None and ex.response is not None
+    assert ex.request.method == "GET" and ex.request.url.endswith(want["path"])
+    assert ex.response.status == want["status"]
+    body = b"".join(piece for _, piece in ex.response.body.pieces)
+    assert len(body) == want["response_bytes"]
+    assert hashlib.sha256(body).hexdigest() == want["response_sha256"]
+    (diag,) = [d for d in ex.diagnostics if d.code == "h3.pushed"]
+    assert f"promised on stream {want['stream']}" in diag.message
+    assert ex.stream is not None and int(ex.stream) & 3 == 3  # a server push stream
+    (models,) = [c for c in got.calls if c.operation == "models.list"]
+    assert models.complete
+    (conn,) = got.connections
+    assert not [d for d in conn.diagnostics if d.code.startswith("h3.push")]
+
+
+def test_a_websocket_over_http3_gives_its_messages_and_realtime_calls() -> None:
+    """RFC 9220: an extended CONNECT with ``:protocol: websocket`` answered 200; the
+    stream's DATA are the WebSocket frames, read by the WebSocket stage as over HTTP/2."""
+    got, truth = _features()
+    session = truth["connection"]["websocket"]
+    (ex,) = [ex for ex in got.exchanges if ex.messages is not None]
+    assert ex.request is not None and ex.request.method == "CONNECT"
+    assert ex.request.url.endswith(session["path"])
+    assert ex.upgrade == "websocket" and ex.complete
+    texts = [r.message for r in ex.messages or [] if r.message.opcode == 1]
+    sent = [json.loads(m.payload or b"")["type"] for m in texts if m.direction == 0]
+    received = [json.loads(m.payload or b"")["type"] for m in texts if m.direction == 1]
+    assert sent == [e["type"] for e in session["sent"]]
+    assert received == [e["type"] for e in session["received"]]
+    calls = [c for c in got.calls if c.api == "openai.realtime"]
+    assert len(calls) == 2 and all(c.complete for c in calls)
+    first = [p for m in calls[0].output_messages for p in m.parts]
+    assert [p.type for p in first] == ["tool_call"]
+
+
+def test_version_negotiation_is_named_in_the_connection_report() -> None:
+    """The client starts in QUIC version 2, the server offers version 1 in a Version
+    Negotiation packet, the client starts again in version 1 (aioquic's own records)."""
+    got = _run("h3_version_negotiation")
+    truth = _truth("h3_version_negotiation")
+    (conn,) = got.connections
+    assert conn.tls is not None
+    assert conn.tls["quic"]["version_negotiation"] == {
+        "first_version": {"0x6b3343cf": "2"}[truth["connection"]["first_version"]],
+        "offered": ["1"],
+    }
+    assert conn.tls["quic"]["version"] == "1"
+    assert [d.code for d in conn.diagnostics].count("quic.version_negotiation") == 1

@@ -309,7 +309,7 @@ class ExchangeAssembler:
             method=method,
             target=target,
             url=self._url(target, ev.headers),
-            version="HTTP/2",
+            version=ev.version,
             headers=ev.headers,
             body=Body(),
             started=ev.ts,
@@ -319,7 +319,7 @@ class ExchangeAssembler:
         o.request_done = True
         o.diagnostics.append(
             Diagnostic(
-                code="h2.pushed",
+                code="h2.pushed" if ev.version == "HTTP/2" else "h3.pushed",
                 severity="info",
                 message=f"pushed by the server, promised on stream {ev.stream}",
                 location=f"{self._location} stream {ev.promised_stream}",

@@ -20,6 +20,7 @@ from agentshark.model import Exchange
 from agentshark.net.events import format_endpoint
 from agentshark.net.segment import UdpDatagram
 from agentshark.pipeline.reports import ConnectionReport
+from agentshark.pipeline.websocket import h2_websocket
 from agentshark.quic.demux import QuicDemux, QuicFlow
 from agentshark.quic.events import QuicClosed
 from agentshark.quic.keys import APP, HANDSHAKE, INITIAL
@@ -74,7 +75,7 @@ class QuicSessions:
             if s.h3 is not None and s.assembler is not None:
                 http = s.h3.feed(ev)
                 if http:
-                    done = s.assembler.handle(http)
+                    done = _websockets(s.assembler.handle(http))
                     s.exchanges += len(done)
                     self.ready.extend(done)
         return True
@@ -109,8 +110,7 @@ class QuicSessions:
             if s.h3 is not None and s.assembler is not None:
                 http = [e for ev in events for e in s.h3.feed(ev)]
                 http.extend(s.h3.close(ts))
-                done = s.assembler.handle(http)
-                done.extend(s.assembler.close())
+                done = _websockets([*s.assembler.handle(http), *s.assembler.close()])
                 s.exchanges += len(done)
                 out.extend(done)
                 diagnostics.extend(s.h3.diagnostics)
@@ -161,6 +161,12 @@ class QuicSessions:
             "retries": q.retries,
             "truncated_datagrams": q.truncated,
             "datagram_frames": q.datagrams,
+            "version_negotiation": None
+            if q.negotiation is None
+            else {
+                "first_version": version_name(q.negotiation[0]),
+                "offered": [version_name(v) for v in q.negotiation[1]],
+            },
         }
         return ConnectionReport(
             connection=flow.conn,
@@ -170,3 +176,10 @@ class QuicSessions:
             diagnostics=diagnostics,
             tls=tls,
         )
+
+
+def _websockets(done: list[Exchange]) -> list[Exchange]:
+    """A WebSocket over an HTTP/3 stream (RFC 9220: an extended CONNECT with ``:protocol:
+    websocket`` answered 2xx) is read as over HTTP/2 (RFC 8441): the stream's DATA in each
+    direction are the session's frames."""
+    return [h2_websocket(ex) if ex.upgrade == "websocket" else ex for ex in done]

@@ -87,6 +87,8 @@ class QuicConnection:
         self.truncated = 0  # datagrams the capture cut short (their last packet is not read)
         self.datagrams = 0  # DATAGRAM frames (RFC 9221), counted: no stage reads them yet
         self.closed: QuicClosed | None = None
+        # Version Negotiation: the version the client started in, the versions offered
+        self.negotiation: tuple[int, list[int]] | None = None
         self._largest = [[-1, -1], [-1, -1], [-1, -1]]
         self._crypto = [[Reassembly(), Reassembly()] for _ in range(3)]
         self._readers = [[HandshakeReader(), HandshakeReader()] for _ in range(3)]
@@ -172,9 +174,12 @@ class QuicConnection:
             versions = ", ".join(version_name(v) for v in hdr.versions)
             self._note(
                 "quic.version_negotiation",
-                f"the server answered with Version Negotiation, offering versions {versions}",
+                f"the server answered version {version_name(self.version)} with Version "
+                f"Negotiation, offering versions {versions}",
                 severity="info",
             )
+            if self.negotiation is None:
+                self.negotiation = (self.version, list(hdr.versions))
             return False
         if hdr.version not in KNOWN_VERSIONS:
             self._note(
@@ -189,6 +194,14 @@ class QuicConnection:
         if hdr.kind == "retry":
             self._retry(hdr, data[pos:])
             return False
+        if (
+            direction == 0
+            and hdr.kind == "initial"
+            and self.negotiation is not None
+            and hdr.version != self.version
+            and hdr.version in self.negotiation[1]
+        ):
+            self._negotiated(hdr.version)
         if direction == 0 and hdr.kind == "initial" and not self._scid_seen[1]:
             self.cid_len[0] = len(hdr.dcid)
         space = {"initial": INITIAL, "handshake": HANDSHAKE, "0rtt": APP}[hdr.kind]
@@ -222,6 +235,17 @@ class QuicConnection:
         self._hello_taken = False
         self.cid_len[0] = len(hdr.scid)
         self.new_cids.append((hdr.scid, 0))
+
+    def _negotiated(self, version: int) -> None:
+        """After Version Negotiation the client starts again in a version the server offered
+        (RFC 9000 §6.2, RFC 9368 §2.2): a new ClientHello, packet numbers from 0, the
+        connection's version from now on."""
+        self.version = version
+        for d in (0, 1):
+            self._crypto[INITIAL][d] = Reassembly()
+            self._readers[INITIAL][d] = HandshakeReader()
+            self._largest[INITIAL][d] = -1
+        self._hello_taken = False
 
     # -- packets --------------------------------------------------------------------------
 
