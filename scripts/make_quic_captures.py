@@ -200,7 +200,7 @@ class Server(QuicConnectionProtocol):
 
     def quic_event_received(self, event: QuicEvent) -> None:
         if self._h3 is None:
-            self._h3 = H3Connection(self._quic, enable_webtransport=self.datagrams)
+            self._h3 = H3Connection(self._quic, enable_webtransport=self.h3_datagrams)
         for ev in self._h3.handle_event(event):
             self._http(ev)
 
@@ -337,7 +337,7 @@ class Server(QuicConnectionProtocol):
         self._send(sid, None, b"data: [DONE]\n\n", True)
 
     push = False  # set for a case with a server push
-    datagrams = False  # set for a case with HTTP datagrams (SETTINGS_H3_DATAGRAM, RFC 9297)
+    h3_datagrams = False  # set for a case with HTTP datagrams (SETTINGS_H3_DATAGRAM, RFC 9297)
 
     def _push(self, sid: int) -> None:
         """HTTP/3 server push (RFC 9114 §4.6): PUSH_PROMISE on the request stream, then the
@@ -371,11 +371,11 @@ class Server(QuicConnectionProtocol):
 
 
 class Client(QuicConnectionProtocol):
-    datagrams = False  # set for a case with HTTP datagrams (SETTINGS_H3_DATAGRAM, RFC 9297)
+    h3_datagrams = False  # set for a case with HTTP datagrams (SETTINGS_H3_DATAGRAM, RFC 9297)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.h3 = H3Connection(self._quic, enable_webtransport=self.datagrams)
+        self.h3 = H3Connection(self._quic, enable_webtransport=self.h3_datagrams)
         self.events: dict[int, list[tuple[float, H3Event]]] = {}
         self.done: dict[int, asyncio.Future[None]] = {}
         self.on_data: Any = None
@@ -712,8 +712,8 @@ async def _run(case: Case, folder: Path, tmp: Path, port: int, server_port: int)
         is_client=False, alpn_protocols=H3_ALPN, supported_versions=[case.version]
     )
     Server.push = case.push
-    Server.datagrams = case.datagrams
-    Client.datagrams = case.datagrams
+    Server.h3_datagrams = case.datagrams
+    Client.h3_datagrams = case.datagrams
     if case.datagrams:
         sconf.max_datagram_frame_size = 65536
     sconf.load_cert_chain(cert, key)

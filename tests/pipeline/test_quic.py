@@ -196,3 +196,21 @@ def test_version_negotiation_is_named_in_the_connection_report() -> None:
     }
     assert conn.tls["quic"]["version"] == "1"
     assert [d.code for d in conn.diagnostics].count("quic.version_negotiation") == 1
+
+
+def test_http_datagrams_are_messages_of_their_request_stream() -> None:
+    """RFC 9297: DATAGRAM frames whose quarter stream id names the extended CONNECT's stream
+    (``:protocol: connect-udp``) come with that exchange, each with its sender, payload size
+    (after the quarter stream id) and time; aioquic's client records the same."""
+    got, truth = _features()
+    want = truth["connection"]["datagram_session"]
+    (ex,) = [ex for ex in got.exchanges if ex.datagrams]
+    assert ex.request is not None and ex.request.url.endswith(want["path"])
+    assert ex.stream == want["stream"] and ex.upgrade == "connect-udp"
+    seen = [("server" if g.direction else "client", g.size) for g in ex.datagrams]
+    assert seen == [(d["direction"], d["size"]) for d in want["datagrams"]]
+    times = [g.ts for g in ex.datagrams]
+    assert times == sorted(times)
+    assert ex.request.started is not None and ex.request.started <= times[0]
+    (conn,) = got.connections
+    assert conn.tls is not None and conn.tls["quic"]["datagram_frames"] == len(seen)

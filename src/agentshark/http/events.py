@@ -168,6 +168,17 @@ class UnknownFrame:
     ts: float
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DatagramReceived:
+    """An HTTP datagram (RFC 9297 §2.1) of request stream ``stream``: ``size`` payload
+    bytes after the quarter stream id, sent by the server when ``response``."""
+
+    stream: int
+    response: bool
+    size: int
+    ts: float
+
+
 HttpEvent = (
     RequestHeaders
     | InformationalResponse
@@ -182,4 +193,5 @@ HttpEvent = (
     | ConnectionGoAway
     | PushPromised
     | UnknownFrame
+    | DatagramReceived
 )

@@ -24,6 +24,7 @@ from agentshark.http.events import (
     BodyData,
     BodyGap,
     ConnectionGoAway,
+    DatagramReceived,
     HttpEvent,
     InformationalResponse,
     MessageEnded,
@@ -36,7 +37,13 @@ from agentshark.http.events import (
 )
 from agentshark.http.h3_qpack import Decoded, QpackSide
 from agentshark.model import Headers
-from agentshark.quic.events import QuicEvent, QuicStreamData, QuicStreamGap, QuicStreamReset
+from agentshark.quic.events import (
+    QuicDatagram,
+    QuicEvent,
+    QuicStreamData,
+    QuicStreamGap,
+    QuicStreamReset,
+)
 from agentshark.quic.wire import WireError, read_varint
 
 __all__ = ["H3Connection", "error_name"]
@@ -124,7 +131,32 @@ class H3Connection:
             self._gap(ev, out)
         elif type(ev) is QuicStreamReset:
             self._reset(ev, out)
+        elif type(ev) is QuicDatagram:
+            self._datagram(ev, out)
         return out
+
+    def _datagram(self, ev: QuicDatagram, out: list[HttpEvent]) -> None:
+        """RFC 9297 §2.1: ``quarter stream id (i) | payload``; the stream is a client-initiated
+        bidirectional one, its id four times the quarter."""
+        try:
+            quarter, start = read_varint(ev.data, 0)
+        except WireError:
+            self.diagnostics.append(
+                Diagnostic(
+                    code="h3.datagram",
+                    message=f"a DATAGRAM frame of the {_WHO[ev.direction]} is too short for "
+                    f"its quarter stream id (RFC 9297 §2.1: H3_DATAGRAM_ERROR)",
+                )
+            )
+            return
+        out.append(
+            DatagramReceived(
+                stream=quarter * 4,
+                response=ev.direction == 1,
+                size=len(ev.data) - start,
+                ts=ev.ts,
+            )
+        )
 
     def close(self, ts: float) -> list[HttpEvent]:
         """The connection is over: undecodable heads named, open messages ended incomplete."""

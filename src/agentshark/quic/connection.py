@@ -17,6 +17,7 @@ from agentshark.errors import Diagnostic, Severity
 from agentshark.quic import frames as qf
 from agentshark.quic.events import (
     QuicClosed,
+    QuicDatagram,
     QuicEvent,
     QuicStreamData,
     QuicStreamGap,
@@ -85,7 +86,7 @@ class QuicConnection:
         self.diagnostics: list[Diagnostic] = []
         self.retries = 0
         self.truncated = 0  # datagrams the capture cut short (their last packet is not read)
-        self.datagrams = 0  # DATAGRAM frames (RFC 9221), counted: no stage reads them yet
+        self.datagrams = 0  # DATAGRAM frames (RFC 9221), also handed up (QuicDatagram)
         self.closed: QuicClosed | None = None
         # Version Negotiation: the version the client started in, the versions offered
         self.negotiation: tuple[int, list[int]] | None = None
@@ -393,6 +394,7 @@ class QuicConnection:
                 self.new_cids.append((f.cid, 1 - d))  # the peer sends to it
             elif type(f) is qf.Datagram:
                 self.datagrams += 1
+                out.append(QuicDatagram(direction=d, data=f.data, ts=ts))
             elif type(f) is qf.RetireConnectionId:
                 self.skipped["RETIRE_CONNECTION_ID"] = (
                     self.skipped.get("RETIRE_CONNECTION_ID", 0) + 1
