@@ -846,6 +846,43 @@ def make(case: Case) -> None:
     print(case.name, run["bytes"], "bytes", counters[0])
 
 
+MIDWAY_FROM, MIDWAY_SKIP = "h3_openai", 3
+
+
+def make_midway() -> None:
+    """``h3_midway``: ``h3_openai``'s capture from its 4th datagram on, as if tcpdump had
+    started once the handshake was over (the first three datagrams are the only long-header
+    ones: the client's Initial, the server's Initial and Handshake, the client's Handshake).
+    A cut of a real capture, not a new one: the truth is the source's, with what was cut."""
+    source = OUT / MIDWAY_FROM
+    raw = (source / "capture.pcap").read_bytes()
+    pos, n = 24, 0
+    while n < MIDWAY_SKIP:
+        incl = int.from_bytes(raw[pos + 8 : pos + 12], "little")
+        pos += 16 + incl
+        n += 1
+    folder = OUT / "h3_midway"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "capture.pcap").write_bytes(raw[:24] + raw[pos:])
+    (folder / "keys.log").write_bytes((source / "keys.log").read_bytes())
+    records, at = 0, 24
+    while at < len(raw):
+        at += 16 + int.from_bytes(raw[at + 8 : at + 12], "little")
+        records += 1
+    truth = {
+        "made_by": "scripts/make_quic_captures.py (make_midway)",
+        "case": "h3_midway",
+        "what": f"{MIDWAY_FROM}'s capture without its first {MIDWAY_SKIP} datagrams (every "
+        "long-header packet): a QUIC connection seen mid-way",
+        "from": MIDWAY_FROM,
+        "skipped_datagrams": MIDWAY_SKIP,
+        "datagrams": records - MIDWAY_SKIP,
+        "server_port": json.loads((source / "run.json").read_text())["port"],
+    }
+    (folder / "truth.json").write_text(json.dumps(truth, indent=2) + "\n")
+    print("h3_midway", records - MIDWAY_SKIP, "datagrams")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -857,6 +894,8 @@ def main() -> None:
     for case in CASES:
         if not wanted or case.name in wanted:
             make(case)
+    if not wanted or "h3_midway" in wanted:
+        make_midway()
 
 
 if __name__ == "__main__":

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,7 +14,9 @@ import pytest
 from agentshark.apis.model import TextPart
 from agentshark.model import Exchange
 from agentshark.pipeline import Options
+from agentshark.quic.wire import parse_long_header
 
+from ..faults.pcapfile import parse_udp, pcap_bytes, read_capture
 from ..helpers import Collected
 from ..quic.capture import CAPTURES, FILES, OWN
 
@@ -69,7 +73,7 @@ def test_exchanges_match_the_clients_records(name: str) -> None:
     )
     assert conn.tls["cipher_suite"] == "TLS_" + truth["connection"]["cipher_suite"]
     assert conn.tls["quic"]["not_decrypted"] == {}
-    assert got.sources[0].not_analyzed.get("udp", 0) == 0
+    assert got.sources[-1].not_analyzed.get("udp", 0) == 0
 
 
 def test_streamed_call_has_time_to_first_token() -> None:
@@ -214,3 +218,52 @@ def test_http_datagrams_are_messages_of_their_request_stream() -> None:
     assert ex.request.started is not None and ex.request.started <= times[0]
     (conn,) = got.connections
     assert conn.tls is not None and conn.tls["quic"]["datagram_frames"] == len(seen)
+
+
+def test_a_connection_seen_midway_is_named_not_left_as_udp() -> None:
+    """``h3_midway`` is ``h3_openai`` without its long-header datagrams: the short headers'
+    repeated destination connection ID tells QUIC; nothing can be decrypted without the
+    ClientHello's random, and the diagnostic says so and what to do."""
+    folder = CAPTURES / "h3_midway"
+    got = Collected([str(folder / "capture.pcap")], Options(keylogs=[str(folder / "keys.log")]))
+    truth = _truth("h3_midway")
+    assert got.exchanges == []
+    (conn,) = got.connections
+    assert conn.protocol == "quic"
+    assert conn.connection.server[1] == truth["server_port"]
+    untaken = got.sources[-1].not_analyzed.get("udp", 0)
+    assert 0 < untaken < 5
+    assert sum(conn.connection.packets) + untaken == truth["datagrams"]
+    assert conn.tls is not None and conn.tls["quic"]["midway"] is True
+    (diag,) = conn.diagnostics
+    assert diag.code == "quic.midway"
+    assert f"the {untaken} before that are counted as UDP" in diag.message
+    assert "Start the capture before the client connects" in diag.message
+
+
+def test_a_connection_without_its_initials_is_told_by_a_handshake_packet(
+    tmp_path: Path,
+) -> None:
+    """``h3_openai`` from its client's Handshake packet on: the capture's third datagram
+    (the client's Initial ACK coalesced with its Handshake packet) keeps only the Handshake
+    packet, the datagrams before it are cut. The long header (version 1, in the clear)
+    names the path as QUIC at once: no datagram is left as UDP."""
+    capture = read_capture(CAPTURES / "h3_openai" / "capture.pcap")
+    third = capture.records[2]
+    udp = parse_udp(capture.linktype, third.data)
+    assert udp is not None
+    payload = third.data[udp.payload_offset :]
+    initial = parse_long_header(payload, 0)
+    assert initial.kind == "initial" and parse_long_header(payload, initial.end).kind == "handshake"
+    handshake = third.data[: udp.payload_offset] + payload[initial.end :]
+    cut = tmp_path / "cut.pcap"
+    records = [replace(third, data=handshake, orig_len=len(handshake)), *capture.records[3:]]
+    cut.write_bytes(pcap_bytes(capture, records))
+    got = Collected([str(cut)], Options())
+    (conn,) = got.connections
+    assert conn.protocol == "quic" and got.exchanges == []
+    assert got.sources[-1].not_analyzed.get("udp", 0) == 0
+    assert sum(conn.connection.packets) == len(records)
+    assert conn.tls is not None and conn.tls["quic"]["versions_seen"] == ["1"]
+    (diag,) = conn.diagnostics
+    assert diag.code == "quic.midway" and "a long header of QUIC version 1" in diag.message

@@ -48,7 +48,9 @@ def read_quic(
         found = demux.feed(dg)
         if found is None:
             return False
-        events.extend((found[0].conn.id, ev) for ev in found[1])
+        flow, got = found
+        if flow is not None:  # None: a datagram of a connection seen mid-way (no events)
+            events.extend((flow.conn.id, ev) for ev in got)
         return True
 
     decoder = PacketDecoder(source_name=pcap.name, udp=take)

@@ -24,6 +24,7 @@ from agentshark.pipeline.websocket import h2_websocket
 from agentshark.quic.demux import QuicDemux, QuicFlow
 from agentshark.quic.events import QuicClosed
 from agentshark.quic.keys import APP, HANDSHAKE, INITIAL
+from agentshark.quic.midway import Midway
 from agentshark.quic.wire import version_name
 from agentshark.tls.keylog import KeyLog
 
@@ -62,7 +63,7 @@ class QuicSessions:
             return False
         self.last_ts = dg.ts
         flow, events = found
-        if not events:
+        if flow is None or not events:
             return True
         s = self._sessions.get(flow.conn.id)
         if s is None:
@@ -116,16 +117,37 @@ class QuicSessions:
                 diagnostics.extend(s.h3.diagnostics)
                 diagnostics.extend(s.assembler.diagnostics)
             out.append(self._report(flow, s, diagnostics))
+        out.extend(self._midway_report(m) for m in self._demux.midway.found)
         return out
+
+    def _midway_report(self, m: Midway) -> ConnectionReport:
+        """A connection seen mid-way: what its datagrams show, and why no more."""
+        c = m.conn
+        return ConnectionReport(
+            connection=c,
+            source=self._source,
+            protocol="quic",
+            exchanges=0,
+            diagnostics=[m.diagnostic()],
+            tls={
+                "quic": {
+                    "midway": True,
+                    "versions_seen": sorted(version_name(v) for v in m.versions),
+                    "packets": {"client": c.packets[0], "server": c.packets[1]},
+                }
+            },
+        )
 
     @property
     def connections(self) -> int:
-        return len(self._demux.flows)
+        return len(self._demux.flows) + len(self._demux.midway.found)
 
     @property
     def stats(self) -> dict[str, int]:
         """Counters for the source report (none for a capture without QUIC)."""
         out = {"quic_connections": len(self._demux.flows)} if self._demux.flows else {}
+        if self._demux.midway.found:
+            out["quic_midway_connections"] = len(self._demux.midway.found)
         if self._demux.unknown:
             out["quic_unknown_connection_datagrams"] = self._demux.unknown
         return out
