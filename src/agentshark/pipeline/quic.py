@@ -76,7 +76,7 @@ class QuicSessions:
             if s.h3 is not None and s.assembler is not None:
                 http = s.h3.feed(ev)
                 if http:
-                    done = _websockets(s.assembler.handle(http))
+                    done = _datagrams(flow, _websockets(s.assembler.handle(http)))
                     s.exchanges += len(done)
                     self.ready.extend(done)
         return True
@@ -111,7 +111,9 @@ class QuicSessions:
             if s.h3 is not None and s.assembler is not None:
                 http = [e for ev in events for e in s.h3.feed(ev)]
                 http.extend(s.h3.close(ts))
-                done = _websockets([*s.assembler.handle(http), *s.assembler.close()])
+                done = _datagrams(
+                    flow, _websockets([*s.assembler.handle(http), *s.assembler.close()])
+                )
                 s.exchanges += len(done)
                 out.extend(done)
                 diagnostics.extend(s.h3.diagnostics)
@@ -182,6 +184,7 @@ class QuicSessions:
             },
             "retries": q.retries,
             "truncated_datagrams": q.truncated,
+            "duplicate_packets": q.duplicates,
             "datagram_frames": q.datagrams,
             "version_negotiation": None
             if q.negotiation is None
@@ -205,3 +208,28 @@ def _websockets(done: list[Exchange]) -> list[Exchange]:
     websocket`` answered 2xx) is read as over HTTP/2 (RFC 8441): the stream's DATA in each
     direction are the session's frames."""
     return [h2_websocket(ex) if ex.upgrade == "websocket" else ex for ex in done]
+
+
+def _datagrams(flow: QuicFlow, done: list[Exchange]) -> list[Exchange]:
+    """HTTP datagrams are never retransmitted (RFC 9221 §5): one whose packet the capture
+    lost is gone without a trace. An exchange with datagrams, on a connection with 1-RTT
+    packet numbers missing since it began, cannot vouch for its list: its session is said
+    incomplete, with the count."""
+    for ex in done:
+        started = ex.started
+        if not ex.datagrams or started is None:
+            continue
+        missing = flow.quic.holes_since(started)
+        if missing:
+            ex.session_complete = False
+            ex.diagnostics.append(
+                Diagnostic(
+                    code="h3.datagrams_unsure",
+                    severity="warning",
+                    location=f"{ex.id} datagrams",
+                    message=f"{missing} QUIC packets of the connection are missing from the "
+                    "capture since this exchange began: HTTP datagrams they held are lost "
+                    "without a trace (DATAGRAM frames are never sent again)",
+                )
+            )
+    return done

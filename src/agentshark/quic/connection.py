@@ -52,6 +52,7 @@ __all__ = ["MAX_DETAILED", "QuicConnection"]
 
 MAX_DETAILED = 5  # detailed diagnostics per code and connection; the rest are counted
 _SPACE_NAMES = ("Initial", "Handshake", "1-RTT")
+_PN_WINDOW = 4096  # packet numbers remembered below the largest, per space and direction
 _WHO = ("client", "server")
 
 
@@ -91,6 +92,9 @@ class QuicConnection:
         # Version Negotiation: the version the client started in, the versions offered
         self.negotiation: tuple[int, list[int]] | None = None
         self._largest = [[-1, -1], [-1, -1], [-1, -1]]
+        self._pns: list[list[set[int]]] = [[set(), set()] for _ in range(3)]  # opened numbers
+        self.duplicates = 0  # packets opened twice (copies of a datagram), not read again
+        self._holes: list[dict[int, float]] = [{}, {}]  # 1-RTT numbers missing: when seen so
         self._crypto = [[Reassembly(), Reassembly()] for _ in range(3)]
         self._readers = [[HandshakeReader(), HandshakeReader()] for _ in range(3)]
         self._streams: dict[tuple[int, int], _Stream] = {}
@@ -246,6 +250,7 @@ class QuicConnection:
             self._crypto[INITIAL][d] = Reassembly()
             self._readers[INITIAL][d] = HandshakeReader()
             self._largest[INITIAL][d] = -1
+            self._pns[INITIAL][d] = set()
         self._hello_taken = False
 
     # -- packets --------------------------------------------------------------------------
@@ -292,6 +297,10 @@ class QuicConnection:
             if plain is None:
                 continue
             self._accepted(space, d, keys, phase, early)
+            if self._repeated(space, d, pn):
+                return
+            if space == APP:
+                self._follow_holes(d, largest, pn, ts)
             if pn > largest:
                 self._largest[space][d] = pn
             self.opened[d] += 1
@@ -303,6 +312,39 @@ class QuicConnection:
             f"a {_SPACE_NAMES[space]} packet of the {_WHO[d]} does not decrypt with its keys (a "
             f"key log entry of another session, or a damaged capture)",
         )
+
+    def _repeated(self, space: int, d: int, pn: int) -> bool:
+        """A packet number already opened in its space: a copy of a datagram (a network's or
+        a capture's duplicate; QUIC never sends a packet number twice, RFC 9000 §12.3). Its
+        frames were read with the first copy: read again, a DATAGRAM frame (never
+        retransmitted, so never deduplicated by offset) would count twice. Numbers more
+        than ``_PN_WINDOW`` below the largest are forgotten."""
+        seen = self._pns[space][d]
+        if pn in seen:
+            self.duplicates += 1
+            return True
+        seen.add(pn)
+        if len(seen) > 2 * _PN_WINDOW:
+            floor = max(self._largest[space][d], pn) - _PN_WINDOW
+            self._pns[space][d] = {n for n in seen if n >= floor}
+        return False
+
+    def _follow_holes(self, d: int, largest: int, pn: int, ts: float) -> None:
+        """1-RTT packet numbers not seen (yet): a jump past the largest opens a hole (noted
+        with its time), a late packet closes one. Endpoints number their packets one by one
+        (RFC 9000 §12.3 lets them skip, which reads as a loss: too careful, never too
+        little). Holes of more than ``_PN_WINDOW`` numbers count as one."""
+        holes = self._holes[d]
+        if pn > largest + 1 and largest >= 0:
+            for n in range(max(largest + 1, pn - _PN_WINDOW), pn):
+                holes[n] = ts
+        else:
+            holes.pop(pn, None)
+
+    def holes_since(self, ts: float) -> int:
+        """1-RTT packet numbers of either direction missing, whose hole opened at ``ts`` or
+        later: packets the capture lost, or has not shown yet."""
+        return sum(1 for holes in self._holes for t in holes.values() if t >= ts)
 
     def _tries(
         self, space: int, d: int, version: int, early: bool, pkt: bytes, pn_offset: int, long: bool
