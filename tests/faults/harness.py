@@ -38,6 +38,12 @@ source); and the violations ``wrong`` (complete and different), ``absent_silent`
 no new evidence), ``extra_complete`` (an exchange or call the clean run does not have, marked
 complete). ``extra_incomplete`` is an incomplete left-over of the faulted run (allowed).
 
+Over QUIC, faults touch datagrams, not TCP bytes: an exchange of a QUIC connection is
+affected when a datagram of its connection was touched before it ended
+(:func:`datagram_flags`: the suite does not decrypt QUIC, so what a datagram held is not
+known); a lost datagram of a capture with real retransmissions (``Input.resends``) may
+have its bytes in a later copy, so a difference in times alone is ``retimed`` there.
+
 A call is affected when one of the exchanges it names is (its own; an MCP session's, that
 carried its messages), or the exchange of a call it names (an MCP stream message answering a
 call: the link is known only if that call is).

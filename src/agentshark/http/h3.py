@@ -11,8 +11,12 @@ this module does not use are skipped by their length (§9). A HEADERS frame afte
 the trailers (§4.1). The events are the ones HTTP/1.1 and HTTP/2 produce, with the stream id
 as the message number and version ``HTTP/3``.
 
-Not read yet: push streams (their bytes are counted and named), Extended CONNECT (RFC 9220),
-PRIORITY_UPDATE (skipped as an unknown type is).
+Server push (§4.6): a PUSH_PROMISE on a request stream and the push stream of its push id
+(held until both are read, in whichever order they come) become one pushed exchange whose
+stream is the push stream's id; MAX_PUSH_ID and CANCEL_PUSH are followed. A 2xx answer to a
+CONNECT is a ``ProtocolSwitched`` with its ``:protocol`` (RFC 9220: ``websocket``). HTTP
+datagrams (RFC 9297) become ``DatagramReceived`` events of their request stream.
+PRIORITY_UPDATE is skipped as an unknown type is.
 """
 
 from __future__ import annotations
