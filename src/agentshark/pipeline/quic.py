@@ -7,9 +7,10 @@ server's EncryptedExtensions were not read, one that offered ``h3``) is read as 
 (:mod:`agentshark.http.h3`); its exchanges have the transport ``h3``. A WebSocket over an
 extended CONNECT (RFC 9220) is read by the WebSocket stage as over HTTP/2; an exchange's
 HTTP datagrams are vouched for only while no 1-RTT packet number is missing. Datagrams of a
-connection seen mid-way (:mod:`agentshark.quic.midway`) give a report of their own. At the end of the capture
-each connection gives a report: protocol ``h3`` or ``quic``, and in ``tls`` the handshake facts
-with a ``quic`` object (version, packets, what could not be decrypted and why).
+connection seen mid-way (:mod:`agentshark.quic.midway`) give a report of their own. At the
+end of the capture each connection gives a report: protocol ``h3`` or ``quic``, and in
+``tls`` the handshake facts with a ``quic`` object (version, packets, what could not be
+decrypted and why).
 """
 
 from __future__ import annotations
