@@ -81,9 +81,10 @@ class MidwayPaths:
         ends = (src, dst) if src <= dst else (dst, src)
         m = self._paths.get(ends)
         if m is None:
-            if len(self._paths) >= MAX_PATHS:
-                old = next(k for k, v in self._paths.items() if not v.evidence)
-                del self._paths[old]
+            if len(self._paths) >= MAX_PATHS:  # forget the oldest undecided path
+                old = next((k for k, v in self._paths.items() if not v.evidence), None)
+                if old is not None:
+                    del self._paths[old]
             m = self._paths[ends] = Midway(_connection(ends, ts))
         d = 0 if src == m.conn.client else 1
         if not m.evidence:
