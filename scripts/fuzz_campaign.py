@@ -473,8 +473,10 @@ def load_earlier(path: str | None) -> dict[str, int]:
         data = json.loads(Path(path).read_text())
         return {str(k): int(v) for k, v in data["targets"].items()}
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-        sys.exit(f"fuzz_campaign: --earlier {path}: {exc} (a JSON object with 'targets': "
-                 "{name: inputs}; pass --earlier '' to count none)")
+        sys.exit(
+            f"fuzz_campaign: --earlier {path}: {exc} (a JSON object with 'targets': "
+            "{name: inputs}; pass --earlier '' to count none)"
+        )
 
 
 def cmd_status(args: argparse.Namespace) -> None:

@@ -34,7 +34,13 @@ FILES = {
     ),
     **{
         name: (CAPTURES / name / "capture.pcap", CAPTURES / name / "keys.log")
-        for name in ("h3_openai", "h3_v2_chacha_keyupdate", "h3_lossy")
+        for name in (
+            "h3_openai",
+            "h3_v2_chacha_keyupdate",
+            "h3_lossy",
+            "h3_version_negotiation",
+            "h3_push_ws_datagram",
+        )
     },
 }
 

@@ -155,6 +155,18 @@ class WsLoss:
     diagnostic: Diagnostic
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HttpDatagram:
+    """An HTTP datagram of an exchange's request stream (RFC 9297 §2: a QUIC DATAGRAM frame
+    whose quarter stream id names the stream): who sent it, its payload's size, its time.
+    The payload itself is not kept (what it carries is the extension's: a UDP proxy's
+    packets, WebTransport's)."""
+
+    direction: int  # 0 client, 1 server
+    size: int
+    ts: float
+
+
 @dataclass(slots=True, kw_only=True)
 class Exchange:
     """One request and its response (None when the capture holds no response).
@@ -178,6 +190,7 @@ class Exchange:
     messages: list[WsRecord] | None = None  # a WebSocket session's messages, both directions
     session_complete: bool = True  # False: the session after the handshake was not all seen
     operation: Operation | None = None  # a non-HTTP TCP protocol's unit (a SQL statement...)
+    datagrams: list[HttpDatagram] = field(default_factory=list)  # HTTP/3 (RFC 9297)
 
     @property
     def complete(self) -> bool:

@@ -17,6 +17,9 @@ class Input:
     path: Path
     keylog: Path | None = None
     what: str = ""
+    # the capture holds real QUIC retransmissions (losses before the capture point, the
+    # relay's records in truth.json): a lost datagram's frames may come again in a later one
+    resends: bool = False
 
 
 def _shared(name: str, what: str, *, keys: bool = False) -> Input:
@@ -29,13 +32,14 @@ def _shared(name: str, what: str, *, keys: bool = False) -> Input:
     )
 
 
-def _own(name: str, what: str, *, keys: bool = False) -> Input:
+def _own(name: str, what: str, *, keys: bool = False, resends: bool = False) -> Input:
     folder = OWN / name
     return Input(
         name=name,
         path=folder / "capture.pcap",
         keylog=folder / "keys.log" if keys else None,
         what=what,
+        resends=resends,
     )
 
 
@@ -73,7 +77,15 @@ INPUTS: tuple[Input, ...] = (
     _own("redis_py", "Redis RESP (redis-py)"),
     _own("amqp_pika", "AMQP 0-9-1 (pika, Celery, RabbitMQ)"),
     _own("kafka_confluent", "Kafka (confluent-kafka, kafka-python; Tansu)"),
+    _own("h3_openai", "HTTP/3 over QUIC v1 (aioquic), SSE", keys=True),
+    _own("h3_v2_chacha_keyupdate", "HTTP/3 over QUIC v2: Retry, ChaCha20, key update", keys=True),
+    _own(
+        "h3_lossy", "HTTP/3 over QUIC v1 with real losses and reordering", keys=True, resends=True
+    ),
+    _own("h3_push_ws_datagram", "HTTP/3 push, WebSocket over HTTP/3, HTTP datagrams", keys=True),
 )
+# captures without TCP: the faults that move ACKs before their data have nothing to move
+UDP_ONLY = frozenset({"h3_openai", "h3_v2_chacha_keyupdate", "h3_lossy", "h3_push_ws_datagram"})
 
 BY_NAME = {i.name: i for i in INPUTS}
 

@@ -38,6 +38,12 @@ source); and the violations ``wrong`` (complete and different), ``absent_silent`
 no new evidence), ``extra_complete`` (an exchange or call the clean run does not have, marked
 complete). ``extra_incomplete`` is an incomplete left-over of the faulted run (allowed).
 
+Over QUIC, faults touch datagrams, not TCP bytes: an exchange of a QUIC connection is
+affected when a datagram of its connection was touched before it ended
+(:func:`datagram_flags`: the suite does not decrypt QUIC, so what a datagram held is not
+known); a lost datagram of a capture with real retransmissions (``Input.resends``) may
+have its bytes in a later copy, so a difference in times alone is ``retimed`` there.
+
 A call is affected when one of the exchanges it names is (its own; an MCP session's, that
 carried its messages), or the exchange of a call it names (an MCP stream message answering a
 call: the link is known only if that call is).
@@ -242,13 +248,13 @@ def _exchange_item(ex: Exchange, conn: Conn | None) -> Item:
     diags = [f"{d['code']}: {d['message']}" for d in out.pop("diagnostics")]
     for name in ("id", "connection"):
         out.pop(name)
-    if ex.transport != "h2":
+    if ex.transport not in ("h2", "h3"):  # HTTP/2 and HTTP/3 streams have stable ids
         out.pop("stream")
         if "operation" in out:  # a wire operation's place on its connection: as ``stream``
             out["operation"].pop("index")
         key: tuple[Any, ...] = (ex.request.started if ex.request else None,)
     else:
-        key = ("h2", ex.stream)
+        key = (ex.transport, ex.stream)
     for name, msg in (("request", ex.request), ("response", ex.response)):
         if msg is not None:
             out[name]["sha256"] = hashlib.sha256(msg.body.data()).hexdigest()
@@ -265,7 +271,7 @@ def _exchange_item(ex: Exchange, conn: Conn | None) -> Item:
 
 
 def _tags(ex: Exchange) -> tuple[str, ...]:
-    tags = ["h2" if ex.transport == "h2" else "http1"]
+    tags = [ex.transport if ex.transport in ("h2", "h3") else "http1"]
     version = str((ex.tls or {}).get("version", "")).lower().replace(" ", "").replace(".", "")
     tags.append(version.replace("tlsv", "tls") if version else "plain")
     ctype = ""
@@ -741,6 +747,43 @@ def _ranges(it: Item, run: Run, by_flow: dict[Flow, list[Pkt]]) -> list[tuple[in
     return out
 
 
+def datagram_flags(run: Run, touches: list[Touch]) -> dict[int, bool]:
+    """For each clean exchange of a QUIC connection (by its index): was a datagram of its
+    connection touched (lost, cut, copied or moved) before the exchange ended?
+
+    The suite does not decrypt QUIC (that would share agentshark's reading of it), so a
+    datagram's frames are unknown: it may have held the handshake, the QPACK encoder stream's
+    instructions a later header block refers to, the control stream's SETTINGS, or any
+    stream's bytes. Every exchange still open at its time stamp, or begun after it, counts
+    as affected: too many, never too few. A datagram belongs to a connection when one of its
+    endpoints is the connection's server (a client that moves to a new address or port
+    keeps its connection, RFC 9000 §9)."""
+    servers: dict[str, tuple[str, int]] = {}
+    for c in run.collected.connections:
+        if c.tls is not None and "quic" in c.tls:
+            servers[c.connection.id] = c.connection.server
+    out: dict[int, bool] = {}
+    for i, it in enumerate(run.exchanges):
+        ex = it.exchange
+        if ex is None or ex.connection not in servers:
+            continue
+        server = servers[ex.connection]
+        end = _ended(ex)
+        out[i] = any(
+            server in ((t.flow[0], t.flow[1]), (t.flow[2], t.flow[3])) and t.ts <= end + EPS
+            for t in touches
+        )
+    return out
+
+
+def _ended(ex: Exchange) -> float:
+    """The time of an exchange's last byte (infinity when it never ended)."""
+    if not ex.complete or ex.messages is not None:
+        return float("inf")
+    times = [m.ended for m in (ex.request, ex.response) if m is not None]
+    return max((t for t in times if t is not None), default=float("inf"))
+
+
 # -- one case ---------------------------------------------------------------------------------
 
 
@@ -755,24 +798,36 @@ def clean_run(path: Path, keylog: Path | None) -> tuple[Capture, Run]:
     return _CLEAN[key]
 
 
-def run_case(name: str, path: Path, keylog: Path | None, fault: str, seed: int) -> Result:
+def run_case(
+    name: str, path: Path, keylog: Path | None, fault: str, seed: int, *, resends: bool = False
+) -> Result:
+    """One fault with one seed on one capture; ``resends``: the capture holds real QUIC
+    retransmissions, so a lost datagram's stream bytes may come again later (``retimed``)."""
     capture, clean = clean_run(path, keylog)
     data, touches = inject(capture, FAULTS[fault], seed)
     with tempfile.TemporaryDirectory(prefix="agentshark-faults-") as tmp:
         faulted_path = Path(tmp) / "faulted.pcap"
         faulted_path.write_bytes(data)
         faulted = analyze(faulted_path, keylog)
-    hits, orphans = message_hits(capture, clean, touches)
+    segments = [t for t in touches if not t.datagram]
+    hits, orphans = message_hits(capture, clean, segments)
     by_bytes = [any(h) for h in hits]
+    for i, hit in datagram_flags(clean, [t for t in touches if t.datagram]).items():
+        by_bytes[i] = hit
+    touches_tcp = segments
     by_state = state_flags(clean, hits, orphans)
-    by_reset = reset_flags(clean, lost_times(capture, touches))
+    by_reset = reset_flags(clean, lost_times(capture, touches_tcp))
     affected = [a or b or c for a, b, c in zip(by_bytes, by_state, by_reset, strict=True)]
     state_only = [
         "" if a else "hpack" if b else "reset" if c else ""
         for a, b, c in zip(by_bytes, by_state, by_reset, strict=True)
     ]
-    copied = recopied_touches(capture, touches)
+    copied = recopied_touches(capture, touches_tcp)
     recopied = affected_flags(capture, clean, copied) if copied else [False] * len(clean.exchanges)
+    if resends:
+        lost = [t for t in touches if t.datagram and t.lost]
+        for i, hit in datagram_flags(clean, lost).items():
+            recopied[i] = recopied[i] or hit
     return Result(
         input=name,
         fault=fault,

@@ -23,6 +23,14 @@ Lossy faults: ``drop_data_N`` / ``drop_any_N`` drop N% of the data segments / of
 packets, ``snaplen`` cuts 5% of the data segments short (captured length below the original
 length, as a small ``-s`` does), ``truncate_file`` cuts the file inside one packet record.
 
+UDP datagrams (QUIC) take the same faults where they mean something: ``drop_*`` lose
+datagrams (``drop_data_N``: those with a payload), ``snaplen`` cuts datagrams short,
+``dup_near`` / ``dup_late`` copy them, ``reorder`` swaps two consecutive datagrams of one
+direction with nothing of their endpoints between them (never a flow's first: it opens the
+connection), ``fragment`` splits IPv4 ones; the ``ack_first`` faults are TCP's alone. A
+datagram's ``Touch`` names its ordinal in its direction and its time stamp, not bytes: the
+suite does not decrypt QUIC (see ``harness.datagram_flags``).
+
 Counts are ``max(1, round(rate * candidates))`` so a small capture is never left untouched.
 """
 
@@ -38,8 +46,10 @@ from tests.faults.pcapfile import (
     Flow,
     Record,
     Tcp,
+    Udp,
     checksum,
     parse_tcp,
+    parse_udp,
     pcap_bytes,
     timestamp,
 )
@@ -50,18 +60,35 @@ Conn = tuple[tuple[str, int], tuple[str, int]]  # the two endpoints, sorted
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Pkt:
-    """A record of the clean capture with its TCP header and payload range, if TCP."""
+    """A record of the clean capture with its TCP header and payload range, if TCP; its UDP
+    header and its place among its direction's datagrams (``start``), if UDP."""
 
     index: int
     record: Record
     ts: float
     tcp: Tcp | None
-    start: int = 0  # offset of the first payload byte in its direction
-    end: int = 0  # offset after the last one (== start without payload)
+    start: int = 0  # offset of the first payload byte in its direction (UDP: the ordinal)
+    end: int = 0  # offset after the last one (== start without payload; UDP: ordinal + 1)
+    udp: Udp | None = None
 
     @property
     def data(self) -> bool:
         return self.tcp is not None and self.end > self.start
+
+    @property
+    def datagram(self) -> bool:
+        """A UDP datagram with a payload."""
+        return self.udp is not None and self.udp.payload_len > 0
+
+    @property
+    def any(self) -> bool:
+        """A TCP segment or a UDP datagram: what a fault may touch."""
+        return self.tcp is not None or self.udp is not None
+
+    @property
+    def lossable(self) -> bool:
+        """A data segment or a datagram with a payload."""
+        return self.data or self.datagram
 
     @property
     def plain_data(self) -> bool:
@@ -92,6 +119,10 @@ class Touch:
     start: int
     end: int
     lost: bool  # bytes of this range are missing from the faulted capture
+    # a UDP datagram: ``start`` is its ordinal in its direction, ``end`` the next; ``ts`` the
+    # clean capture's time stamp of it (the harness maps datagrams onto exchanges by time)
+    datagram: bool = False
+    ts: float = 0.0
 
 
 @dataclass(slots=True, kw_only=True)
@@ -113,10 +144,17 @@ def index_packets(capture: Capture) -> tuple[list[Pkt], dict[Flow, int]]:
         if tcp is not None:
             bases.setdefault(tcp.flow, tcp.seq)
     packets = []
+    ordinals: dict[Flow, int] = {}
     for i, (record, tcp) in enumerate(zip(capture.records, parsed, strict=True)):
         ts = timestamp(capture, record)
         if tcp is None:
-            packets.append(Pkt(index=i, record=record, ts=ts, tcp=None))
+            udp = parse_udp(capture.linktype, record.data)
+            n = 0
+            if udp is not None:
+                n = ordinals[udp.flow] = ordinals.get(udp.flow, -1) + 1
+            packets.append(
+                Pkt(index=i, record=record, ts=ts, tcp=None, udp=udp, start=n, end=n + 1)
+            )
             continue
         start = (tcp.seq + (1 if tcp.syn else 0) - bases[tcp.flow]) % MOD
         packets.append(
@@ -126,6 +164,10 @@ def index_packets(capture: Capture) -> tuple[list[Pkt], dict[Flow, int]]:
 
 
 def _touch(kind: str, p: Pkt, *, lost: bool) -> Touch:
+    if p.udp is not None:
+        return Touch(
+            kind=kind, flow=p.udp.flow, start=p.start, end=p.end, lost=lost, datagram=True, ts=p.ts
+        )
     assert p.tcp is not None
     start, end = p.start, p.end
     if start == end and p.tcp.fin and lost:  # a lost FIN: the last byte before it is touched
@@ -142,7 +184,7 @@ def _count(rate: float, n: int) -> int:
 
 def drop(rate: float, *, data_only: bool) -> FaultFn:
     def apply(packets: list[Pkt], rng: random.Random) -> Faulted:
-        pool = [p for p in packets if (p.data if data_only else p.tcp is not None)]
+        pool = [p for p in packets if (p.lossable if data_only else p.any)]
         gone = {p.index for p in rng.sample(pool, _count(rate, len(pool)))}
         return Faulted(
             records=[p.record for p in packets if p.index not in gone],
@@ -154,12 +196,17 @@ def drop(rate: float, *, data_only: bool) -> FaultFn:
 
 def snaplen(rate: float) -> FaultFn:
     def apply(packets: list[Pkt], rng: random.Random) -> Faulted:
-        pool = [p for p in packets if p.data and p.end - p.start >= 2 and _whole(p)]
+        pool = [p for p in packets if _payload(p) >= 2 and _whole(p)]
         cut = {p.index: p for p in rng.sample(pool, _count(rate, len(pool)))}
         records, touches = [], []
         for p in packets:
             if p.index not in cut:
                 records.append(p.record)
+                continue
+            if p.udp is not None:  # a datagram cut short: what it carried is lost from ``keep``
+                keep = rng.randint(1, p.udp.payload_len - 1)
+                records.append(replace(p.record, data=p.record.data[: p.udp.payload_offset + keep]))
+                touches.append(_touch("snaplen", p, lost=True))
                 continue
             assert p.tcp is not None
             keep = rng.randint(1, p.end - p.start - 1)
@@ -174,8 +221,14 @@ def snaplen(rate: float) -> FaultFn:
 
 
 def _whole(p: Pkt) -> bool:
-    assert p.tcp is not None
-    return len(p.record.data) >= p.tcp.payload_offset + p.tcp.payload_len
+    head = p.tcp or p.udp
+    assert head is not None
+    return len(p.record.data) >= head.payload_offset + head.payload_len
+
+
+def _payload(p: Pkt) -> int:
+    """The payload's length on the wire: a TCP segment's, a UDP datagram's, or 0."""
+    return p.udp.payload_len if p.udp is not None else p.end - p.start if p.data else 0
 
 
 def truncate_file(packets: list[Pkt], rng: random.Random) -> Faulted:
@@ -185,7 +238,7 @@ def truncate_file(packets: list[Pkt], rng: random.Random) -> Faulted:
     cut = offset + rng.randint(1, 16 + len(packets[k].record.data) - 1)
     return Faulted(
         records=[p.record for p in packets],
-        touches=[_touch("truncate_file", p, lost=True) for p in packets[k:] if p.tcp],
+        touches=[_touch("truncate_file", p, lost=True) for p in packets[k:] if p.any],
         cut_at=cut,
     )
 
@@ -313,8 +366,11 @@ def reorder(rate: float = 0.05) -> FaultFn:
 
 def _swappable(packets: list[Pkt]) -> list[tuple[int, int]]:
     """Consecutive data segments (i, j) of one direction with nothing of their connection in
-    between but pure ACKs of the other direction that acknowledge neither segment."""
-    out = []
+    between but pure ACKs of the other direction that acknowledge neither segment; and
+    consecutive datagrams of one direction with nothing of their two endpoints in between,
+    but never the first datagram of a flow (a QUIC connection is found by its first Initial:
+    what comes before it is not taken, as an endpoint would not take it either)."""
+    out = _swappable_datagrams(packets)
     bases = _bases(packets)
     for p in packets:
         if not p.plain_data:
@@ -335,9 +391,25 @@ def _swappable(packets: list[Pkt]) -> list[tuple[int, int]]:
     return out
 
 
+def _swappable_datagrams(packets: list[Pkt]) -> list[tuple[int, int]]:
+    out = []
+    last: dict[Conn, Pkt] = {}  # the latest datagram between two endpoints
+    for p in packets:
+        if p.udp is None:
+            continue
+        conn = conn_of(p.udp.flow)
+        q = last.get(conn)
+        last[conn] = p
+        if q is None or q.udp is None or q.udp.flow != p.udp.flow or q.start == 0:
+            continue
+        if q.datagram and p.datagram:
+            out.append((q.index, p.index))
+    return out
+
+
 def dup_near(rate: float = 0.05) -> FaultFn:
     def apply(packets: list[Pkt], rng: random.Random) -> Faulted:
-        pool = [p for p in packets if p.tcp is not None]
+        pool = [p for p in packets if p.any]
         chosen = {p.index for p in rng.sample(pool, _count(rate, len(pool)))}
         records = []
         for p in packets:
@@ -352,7 +424,7 @@ def dup_near(rate: float = 0.05) -> FaultFn:
 
 def dup_late(rate: float = 0.05, distance: int = 40) -> FaultFn:
     def apply(packets: list[Pkt], rng: random.Random) -> Faulted:
-        pool = [p for p in packets if p.data]
+        pool = [p for p in packets if p.lossable]
         chosen = rng.sample(pool, _count(rate, len(pool)))
         after: dict[int, list[Record]] = {}
         for p in chosen:
@@ -373,8 +445,8 @@ def fragment(rate: float = 0.05) -> FaultFn:
         pool = [
             p
             for p in packets
-            if p.data and p.tcp is not None and p.tcp.ip_version == 4 and _whole(p)
-            if p.end - p.start >= 16
+            if (head := p.tcp or p.udp) is not None and head.ip_version == 4 and _whole(p)
+            if _payload(p) >= 16
         ]
         chosen = {p.index for p in rng.sample(pool, _count(rate, len(pool)))}
         records = []
@@ -388,10 +460,12 @@ def fragment(rate: float = 0.05) -> FaultFn:
 
 def _fragments(p: Pkt, rng: random.Random) -> list[Record]:
     """The packet as 2 or 3 IPv4 fragments (RFC 791 §3.2), last one first."""
-    tcp = p.tcp
-    assert tcp is not None
     data = p.record.data
-    ip, t = tcp.ip_offset, tcp.tcp_offset
+    if p.udp is not None:
+        ip, t = p.udp.ip_offset, p.udp.udp_offset
+    else:
+        assert p.tcp is not None
+        ip, t = p.tcp.ip_offset, p.tcp.tcp_offset
     total = int.from_bytes(data[ip + 2 : ip + 4], "big")
     payload = data[t : ip + total]
     places = range(8, len(payload), 8)

@@ -5,7 +5,7 @@ Written with ``struct`` alone, on purpose: the instrument must not share agentsh
 both the clean and the faulted run. Only what the suite needs: libpcap files
 (draft-ietf-opsawg-pcap, microsecond or nanosecond, either byte order), pcapng Section Header,
 Interface Description, Enhanced and Simple Packet Blocks (draft-ietf-opsawg-pcapng; other
-blocks are skipped), and Ethernet / Linux cooked / null / raw IPv4 and IPv6 carrying TCP.
+blocks are skipped), and Ethernet / Linux cooked / null / raw IPv4 and IPv6 carrying TCP or UDP.
 """
 
 from __future__ import annotations
@@ -237,3 +237,48 @@ def checksum(data: bytes) -> int:
     while total >> 16:
         total = (total & 0xFFFF) + (total >> 16)
     return ~total & 0xFFFF
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Udp:
+    """What the suite needs of one UDP datagram (RFC 768)."""
+
+    flow: Flow
+    ip_offset: int
+    ip_version: int
+    udp_offset: int
+    payload_offset: int
+    payload_len: int  # on the wire, from the UDP length (may exceed what was captured)
+
+
+def parse_udp(linktype: int, data: bytes) -> Udp | None:
+    """The UDP datagram in a frame, or None (not UDP, an IP fragment, cut before the header)."""
+    ip = ip_offset(linktype, data)
+    if ip is None or len(data) < ip + 20:
+        return None
+    version = data[ip] >> 4
+    if version == 4:
+        if data[ip + 9] != 17 or int.from_bytes(data[ip + 6 : ip + 8], "big") & 0x3FFF:
+            return None
+        src = str(ipaddress.IPv4Address(data[ip + 12 : ip + 16]))
+        dst = str(ipaddress.IPv4Address(data[ip + 16 : ip + 20]))
+        udp = ip + (data[ip] & 0x0F) * 4
+    elif version == 6:
+        if data[ip + 6] != 17 or len(data) < ip + 40:
+            return None
+        src = str(ipaddress.IPv6Address(data[ip + 8 : ip + 24]))
+        dst = str(ipaddress.IPv6Address(data[ip + 24 : ip + 40]))
+        udp = ip + 40
+    else:
+        return None
+    if len(data) < udp + 8:
+        return None
+    sport, dport, length = struct.unpack_from(">HHH", data, udp)
+    return Udp(
+        flow=(src, sport, dst, dport),
+        ip_offset=ip,
+        ip_version=version,
+        udp_offset=udp,
+        payload_offset=udp + 8,
+        payload_len=max(0, length - 8),
+    )

@@ -94,7 +94,7 @@ def table(label: str, rows: dict[str, list[Verdict]]) -> str:
 
 def run_all(seeds: int, inputs: list[str] | None, faults: list[str] | None) -> list[Result]:
     return [
-        run_case(inp.name, inp.path, inp.keylog, fault, seed)
+        run_case(inp.name, inp.path, inp.keylog, fault, seed, resends=inp.resends)
         for inp in ALL_INPUTS
         if not inputs or inp.name in inputs
         for fault in faults or FAULTS

@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from tests.faults.cases import ALL_INPUTS, BY_NAME, KEEPALIVE
+from tests.faults.cases import ALL_INPUTS, BY_NAME, KEEPALIVE, UDP_ONLY
 from tests.faults.harness import analyze, clean_run, judge, run_case
 from tests.faults.inject import FAULTS, MOD, index_packets, inject
 from tests.faults.pcapfile import (
@@ -17,6 +17,7 @@ from tests.faults.pcapfile import (
     checksum,
     parse_pcap,
     parse_tcp,
+    parse_udp,
     pcap_bytes,
     read_capture,
 )
@@ -178,7 +179,8 @@ def test_every_fault_reaches_every_input_but_two() -> None:
     """A fault that finds no candidate in a capture touches nothing there. Two captures send
     every message in one segment, answered before the next: no two data segments of one
     direction follow each other without an ACK of the first in between, so ``reorder`` has
-    nothing to swap that would not also put an ACK before its data."""
+    nothing to swap that would not also put an ACK before its data. The QUIC captures have
+    no TCP ACK to move."""
     empty = []
     for inp in ALL_INPUTS:
         capture, _ = clean_run(inp.path, inp.keylog)
@@ -186,7 +188,54 @@ def test_every_fault_reaches_every_input_but_two() -> None:
         for name, fault in FAULTS.items():
             if not fault.apply(packets, random.Random(0)).touches:
                 empty.append((inp.name, name))
-    assert empty == [("mcp_http_plain", "reorder"), ("mcp_streamable_sessions", "reorder")]
+    quic = [(name, f) for name in sorted(UDP_ONLY) for f in ("ack_first_pure", "ack_first_twin")]
+    assert sorted(empty) == sorted(
+        [("mcp_http_plain", "reorder"), ("mcp_streamable_sessions", "reorder"), *quic]
+    )
+
+
+H3 = BY_NAME["h3_lossy"]
+
+
+def test_datagram_faults_do_what_they_say() -> None:
+    """On a QUIC capture: a cut datagram keeps fewer bytes than its UDP length says, a copy is
+    the same bytes, a swap is of two datagrams of one direction (never a flow's first), a
+    fragment's IPv4 header sums to zero; each touch names its datagram's ordinal and time."""
+    capture = read_capture(H3.path)
+    packets, _ = index_packets(capture)
+    assert all(p.udp is not None for p in packets)
+    firsts = {p.index for p in packets if p.start == 0}
+    for name in ("snaplen", "dup_near", "dup_late", "reorder", "fragment", "drop_any_5"):
+        data, touches = inject(capture, FAULTS[name], 1)
+        out = parse_pcap(data).records
+        assert touches and all(t.datagram and t.end == t.start + 1 for t in touches)
+        by_ordinal = {(p.udp.flow, p.start): p for p in packets if p.udp is not None}
+        for t in touches:
+            assert by_ordinal[(t.flow, t.start)].ts == t.ts
+        if name == "snaplen":
+            cut = [r for r in out if len(r.data) < r.orig_len]
+            assert len(cut) == len(touches)
+            for r in cut:
+                udp = parse_udp(capture.linktype, r.data)
+                assert udp is not None and len(r.data) < udp.payload_offset + udp.payload_len
+        elif name == "dup_near":
+            assert len(out) == len(packets) + len(touches)
+            copies = Counter(r.data for r in out)
+            assert sum(n - 1 for n in copies.values()) >= len(touches)
+        elif name == "reorder":
+            moved = [
+                i
+                for i, (r, p) in enumerate(zip(out, packets, strict=True))
+                if r.data != p.record.data
+            ]
+            assert moved and not firsts & set(moved)
+            flows = {parse_udp(capture.linktype, out[i].data).flow for i in moved}  # type: ignore[union-attr]
+            assert len(flows) <= len(moved) // 2
+        elif name == "fragment":
+            frags = [r for r in out if parse_udp(capture.linktype, r.data) is None]
+            assert len(frags) >= 2 * len(touches)
+        elif name == "drop_any_5":
+            assert len(out) == len(packets) - len(touches)
 
 
 def test_run_case_classifies_a_lossless_fault_as_identical() -> None:

@@ -77,6 +77,7 @@ def t_quic(parts: list[bytes]) -> list[Any]:
         out.extend(flow.quic.close(0.0))
         _only(flow.quic.diagnostics, (Diagnostic,), "QuicConnection.diagnostics")
         flow.quic.info.to_json()
+    _only([m.diagnostic() for m in demux.midway.found], (Diagnostic,), "MidwayPaths")
     return _only(out, QUIC_EVENTS, "QuicDemux")
 
 

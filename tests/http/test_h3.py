@@ -8,18 +8,27 @@ from typing import Any
 
 import pylsqpack
 
+from agentshark.errors import Diagnostic
 from agentshark.http.events import (
     BodyData,
     BodyGap,
     ConnectionGoAway,
+    DatagramReceived,
     MessageEnded,
     ParseError,
+    PushPromised,
     RequestHeaders,
     ResponseHeaders,
     StreamReset,
 )
 from agentshark.http.h3 import H3Connection
-from agentshark.quic.events import QuicEvent, QuicStreamData, QuicStreamGap, QuicStreamReset
+from agentshark.quic.events import (
+    QuicDatagram,
+    QuicEvent,
+    QuicStreamData,
+    QuicStreamGap,
+    QuicStreamReset,
+)
 from agentshark.quic.wire import read_varint
 
 from ..quic.capture import FILES, read_quic
@@ -207,3 +216,82 @@ def test_three_ways_on_a_real_connection() -> None:
 def test_varint_helper_round_trips() -> None:
     for n in (0, 63, 64, 16383, 16384, 1 << 29):
         assert read_varint(varint(n), 0) == (n, len(varint(n)))
+
+
+PUSHED = [(b":method", b"GET"), (b":scheme", b"https"), (b":path", b"/v1/models/m")]
+
+
+def _push_events(*, stream_first: bool) -> list[QuicEvent]:
+    request = [
+        data(0, 2, varint(0) + frame(13, varint(4))),  # the client's control: MAX_PUSH_ID 4
+        data(0, 0, frame(1, static_block(REQUEST)), fin=True),
+    ]
+    promise = data(
+        1, 0, frame(1, static_block(RESPONSE)) + frame(5, varint(3) + static_block(PUSHED))
+    )
+    push = data(
+        1, 15, varint(1) + varint(3) + frame(1, static_block(RESPONSE)) + frame(0, b"{}"), fin=True
+    )
+    end = data(1, 0, frame(0, b"ok"), fin=True, ts=3.0)
+    return [*request, *((push, promise) if stream_first else (promise, push)), end]
+
+
+def test_a_push_stream_is_tied_to_its_promise_in_either_order() -> None:
+    """RFC 9114 §4.6: PUSH_PROMISE (push id 3) on request stream 0 and the push stream of
+    push id 3 (QUIC stream 15) make one pushed exchange, whichever is read first."""
+    for stream_first in (False, True):
+        h3 = H3Connection()
+        out = feed(h3, _push_events(stream_first=stream_first))
+        (promised,) = [e for e in out if isinstance(e, PushPromised)]
+        assert promised.stream == 0 and promised.promised_stream == 15
+        assert (":path", "/v1/models/m") in promised.headers
+        pushed = [e for e in out if getattr(e, "stream", None) == 15]
+        assert [type(e) for e in pushed] == [ResponseHeaders, BodyData, MessageEnded]
+        assert out.index(promised) < out.index(pushed[0])
+        end = pushed[-1]
+        assert isinstance(end, MessageEnded) and end.complete
+        assert h3.max_push_id == 4 and h3.diagnostics == []
+
+
+def test_a_promise_never_pushed_and_a_cancelled_one_are_said() -> None:
+    events = [
+        data(0, 2, varint(0) + frame(13, varint(4)) + frame(3, varint(1))),  # CANCEL_PUSH 1
+        data(0, 0, frame(1, static_block(REQUEST)), fin=True),
+        data(
+            1,
+            0,
+            frame(1, static_block(RESPONSE))
+            + frame(5, varint(0) + static_block(PUSHED))
+            + frame(5, varint(1) + static_block(PUSHED))
+            + frame(5, varint(9) + static_block(PUSHED)),
+            fin=True,
+        ),
+    ]
+    h3 = H3Connection()
+    feed(h3, events)
+    said: dict[str, list[Diagnostic]] = {}
+    for d in h3.diagnostics:
+        said.setdefault(d.code, []).append(d)
+    assert [d.severity for d in said["h3.push_not_seen"]] == ["warning", "info", "warning"]
+    assert "cancelled it (CANCEL_PUSH)" in said["h3.push_not_seen"][1].message
+    (limit,) = said["h3.push_id"]
+    assert "push 9" in limit.message and "limit (4 seen" in limit.message
+
+
+def test_a_push_stream_without_its_promise_is_a_response_without_request() -> None:
+    push = data(1, 15, varint(1) + varint(3) + frame(1, static_block(RESPONSE)), fin=True)
+    h3 = H3Connection()
+    out = feed(h3, [push])
+    assert [type(e) for e in out] == [ResponseHeaders, MessageEnded]
+    end = out[-1]
+    assert isinstance(end, MessageEnded) and not end.complete
+    assert [d.code for d in h3.diagnostics] == ["h3.push_unpromised"]
+
+
+def test_http_datagrams_name_their_request_stream() -> None:
+    """RFC 9297 §2.1: the quarter stream id first; a DATAGRAM too short for it is said."""
+    h3 = H3Connection()
+    out = h3.feed(QuicDatagram(direction=1, data=varint(2) + b"abc", ts=5.0))
+    assert out == [DatagramReceived(stream=8, response=True, size=3, ts=5.0)]
+    assert h3.feed(QuicDatagram(direction=0, data=b"", ts=6.0)) == []
+    assert [d.code for d in h3.diagnostics] == ["h3.datagram"]

@@ -15,7 +15,8 @@ from agentshark.tls.keylog import KeyLog
 
 from ..helpers import CORPUS, ROOT
 
-OWN = ("h3_openai", "h3_v2_chacha_keyupdate", "h3_lossy")
+OWN = ("h3_openai", "h3_v2_chacha_keyupdate", "h3_lossy", "h3_version_negotiation")
+FEATURES = ("h3_push_ws_datagram",)  # push, WebSocket over HTTP/3, HTTP datagrams
 CAPTURES = ROOT / "tests" / "data" / "captures"
 FILES: dict[str, tuple[Path, Path | None]] = {
     "http3-connection7": (
@@ -26,7 +27,10 @@ FILES: dict[str, tuple[Path, Path | None]] = {
         CORPUS / "FoxIO-LLC__ja4/pcap/chrome-cloudflare-quic-with-secrets.pcapng",
         None,
     ),
-    **{name: (CAPTURES / name / "capture.pcap", CAPTURES / name / "keys.log") for name in OWN},
+    **{
+        name: (CAPTURES / name / "capture.pcap", CAPTURES / name / "keys.log")
+        for name in (*OWN, *FEATURES)
+    },
 }
 
 
@@ -44,7 +48,9 @@ def read_quic(
         found = demux.feed(dg)
         if found is None:
             return False
-        events.extend((found[0].conn.id, ev) for ev in found[1])
+        flow, got = found
+        if flow is not None:  # None: a datagram of a connection seen mid-way (no events)
+            events.extend((flow.conn.id, ev) for ev in got)
         return True
 
     decoder = PacketDecoder(source_name=pcap.name, udp=take)

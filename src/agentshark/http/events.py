@@ -144,13 +144,16 @@ class ConnectionGoAway:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PushPromised:
-    """HTTP/2 PUSH_PROMISE: the server will push ``promised_stream`` as the answer to the
-    request in ``headers``; the pushed response arrives as ResponseHeaders on that stream."""
+    """PUSH_PROMISE: the server will push ``promised_stream`` as the answer to the request in
+    ``headers``; the pushed response arrives as ResponseHeaders on that stream. Over HTTP/3
+    (RFC 9114 §4.6) ``promised_stream`` is the push stream's QUIC stream id, the push id
+    being what ties them on the wire."""
 
     stream: int
     promised_stream: int
     headers: Headers
     ts: float
+    version: str = "HTTP/2"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -162,6 +165,17 @@ class UnknownFrame:
     stream: int
     flags: int
     payload: bytes
+    ts: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DatagramReceived:
+    """An HTTP datagram (RFC 9297 §2.1) of request stream ``stream``: ``size`` payload
+    bytes after the quarter stream id, sent by the server when ``response``."""
+
+    stream: int
+    response: bool
+    size: int
     ts: float
 
 
@@ -179,4 +193,5 @@ HttpEvent = (
     | ConnectionGoAway
     | PushPromised
     | UnknownFrame
+    | DatagramReceived
 )

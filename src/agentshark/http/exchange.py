@@ -21,6 +21,7 @@ from agentshark.http.events import (
     BodyData,
     BodyGap,
     ConnectionGoAway,
+    DatagramReceived,
     GapAffected,
     HttpEvent,
     InformationalResponse,
@@ -36,6 +37,7 @@ from agentshark.http.events import (
 from agentshark.model import (
     Body,
     Exchange,
+    HttpDatagram,
     Interim,
     Request,
     Response,
@@ -56,6 +58,7 @@ class _Open:
     explained: bool = False  # a GapAffected said why a message of it is missing
     interim: list[Interim] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
+    datagrams: list[HttpDatagram] = field(default_factory=list)
 
 
 class ExchangeAssembler:
@@ -82,6 +85,7 @@ class ExchangeAssembler:
         self._location = location
         self._tls = tls
         self._open: dict[int, _Open] = {}
+        self._stray_datagrams = 0  # HTTP datagrams of no open exchange (the first is said)
         self.diagnostics: list[Diagnostic] = []  # problems not tied to one exchange
         self._bad_request: Diagnostic | None = None  # the last request the parser gave up on
 
@@ -140,6 +144,8 @@ class ExchangeAssembler:
                 )
             elif isinstance(ev, PushPromised):
                 self._on_push(ev)
+            elif isinstance(ev, DatagramReceived):
+                self._on_datagram(ev)
             elif isinstance(ev, UnknownFrame):
                 self.diagnostics.append(
                     Diagnostic(
@@ -301,6 +307,26 @@ class ExchangeAssembler:
         )
         return self._finish(ev.stream, force=True)
 
+    def _on_datagram(self, ev: DatagramReceived) -> None:
+        o = self._open.get(ev.stream)
+        if o is not None:
+            o.datagrams.append(
+                HttpDatagram(direction=1 if ev.response else 0, size=ev.size, ts=ev.ts)
+            )
+            return
+        self._stray_datagrams += 1
+        if self._stray_datagrams == 1:
+            self.diagnostics.append(
+                Diagnostic(
+                    code="h3.datagram_stream",
+                    message=f"an HTTP datagram of the {'server' if ev.response else 'client'} "
+                    f"names stream {ev.stream}, which has no open exchange (its request is "
+                    "not in the capture, or it ended): counted in the connection's "
+                    "datagram_frames only",
+                    location=self._location,
+                )
+            )
+
     def _on_push(self, ev: PushPromised) -> None:
         o = self._open.setdefault(ev.promised_stream, _Open())
         method = header(ev.headers, ":method") or "GET"
@@ -309,7 +335,7 @@ class ExchangeAssembler:
             method=method,
             target=target,
             url=self._url(target, ev.headers),
-            version="HTTP/2",
+            version=ev.version,
             headers=ev.headers,
             body=Body(),
             started=ev.ts,
@@ -319,7 +345,7 @@ class ExchangeAssembler:
         o.request_done = True
         o.diagnostics.append(
             Diagnostic(
-                code="h2.pushed",
+                code="h2.pushed" if ev.version == "HTTP/2" else "h3.pushed",
                 severity="info",
                 message=f"pushed by the server, promised on stream {ev.stream}",
                 location=f"{self._location} stream {ev.promised_stream}",
@@ -362,6 +388,7 @@ class ExchangeAssembler:
             diagnostics=o.diagnostics,
             tls=self._tls_facts(),
             stream=stream,
+            datagrams=o.datagrams,
         )
         if o.explained:  # the diagnostics already say why a message is missing
             pass

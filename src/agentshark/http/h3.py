@@ -11,8 +11,12 @@ this module does not use are skipped by their length (§9). A HEADERS frame afte
 the trailers (§4.1). The events are the ones HTTP/1.1 and HTTP/2 produce, with the stream id
 as the message number and version ``HTTP/3``.
 
-Not read yet: push streams (their bytes are counted and named), Extended CONNECT (RFC 9220),
-PRIORITY_UPDATE (skipped as an unknown type is).
+Server push (§4.6): a PUSH_PROMISE on a request stream and the push stream of its push id
+(held until both are read, in whichever order they come) become one pushed exchange whose
+stream is the push stream's id; MAX_PUSH_ID and CANCEL_PUSH are followed. A 2xx answer to a
+CONNECT is a ``ProtocolSwitched`` with its ``:protocol`` (RFC 9220: ``websocket``). HTTP
+datagrams (RFC 9297) become ``DatagramReceived`` events of their request stream.
+PRIORITY_UPDATE is skipped as an unknown type is.
 """
 
 from __future__ import annotations
@@ -24,17 +28,26 @@ from agentshark.http.events import (
     BodyData,
     BodyGap,
     ConnectionGoAway,
+    DatagramReceived,
     HttpEvent,
     InformationalResponse,
     MessageEnded,
     ParseError,
+    ProtocolSwitched,
+    PushPromised,
     RequestHeaders,
     ResponseHeaders,
     StreamReset,
 )
 from agentshark.http.h3_qpack import Decoded, QpackSide
 from agentshark.model import Headers
-from agentshark.quic.events import QuicEvent, QuicStreamData, QuicStreamGap, QuicStreamReset
+from agentshark.quic.events import (
+    QuicDatagram,
+    QuicEvent,
+    QuicStreamData,
+    QuicStreamGap,
+    QuicStreamReset,
+)
 from agentshark.quic.wire import WireError, read_varint
 
 __all__ = ["H3Connection", "error_name"]
@@ -43,6 +56,7 @@ DATA, HEADERS, CANCEL_PUSH, SETTINGS, PUSH_PROMISE, GOAWAY, MAX_PUSH_ID = 0, 1, 
 CONTROL, PUSH, ENCODER, DECODER = 0, 1, 2, 3
 _QPACK_MAX_TABLE_CAPACITY, _QPACK_BLOCKED_STREAMS = 0x01, 0x07
 _CONTROL_ONLY = frozenset({CANCEL_PUSH, SETTINGS, GOAWAY, MAX_PUSH_ID})
+_PROMISE_KEY = 1 << 62  # QPACK's key for a PUSH_PROMISE's block: push id + this
 _WHO = ("client", "server")
 
 _ERRORS = {  # RFC 9114 §8.1, RFC 9204 §6
@@ -82,6 +96,9 @@ class _Half:
     data_left: int = 0  # payload bytes of the current DATA frame still to come
     skip_left: int = 0  # payload bytes of a skipped frame still to come
     kind: int = -1  # unidirectional streams: the stream type (-1: not read yet)
+    push_id: int = -1  # push streams: the push id after the type (-1: not read yet)
+    method: str = ""  # request streams: the request's method and :protocol (RFC 9220)
+    protocol: str = ""
     head: bool = False
     seen: bool = False  # any frame read
     lossy: bool = False
@@ -101,6 +118,14 @@ class H3Connection:
         self.settings: list[dict[int, int] | None] = [None, None]
         self.diagnostics: list[Diagnostic] = []
         self.skipped: dict[str, int] = {}
+        # server push (§4.6): promises by push id (request stream, headers, time), the push
+        # streams by push id, the pushes emitted, the client's MAX_PUSH_ID, CANCEL_PUSHes
+        self._promises: dict[int, tuple[int, Headers, float, bool]] = {}
+        self._waiting: dict[int, tuple[int, float]] = {}  # promises QPACK holds back
+        self._pushes: dict[int, int] = {}
+        self._pushed: set[int] = set()
+        self.max_push_id: int | None = None
+        self.cancelled: dict[int, int] = {}  # push id -> the direction that cancelled it
 
     def feed(self, ev: QuicEvent, location: str = "") -> list[HttpEvent]:
         out: list[HttpEvent] = []
@@ -110,15 +135,43 @@ class H3Connection:
             self._gap(ev, out)
         elif type(ev) is QuicStreamReset:
             self._reset(ev, out)
+        elif type(ev) is QuicDatagram:
+            self._datagram(ev, out)
         return out
+
+    def _datagram(self, ev: QuicDatagram, out: list[HttpEvent]) -> None:
+        """RFC 9297 §2.1: ``quarter stream id (i) | payload``; the stream is a client-initiated
+        bidirectional one, its id four times the quarter."""
+        try:
+            quarter, start = read_varint(ev.data, 0)
+        except WireError:
+            self.diagnostics.append(
+                Diagnostic(
+                    code="h3.datagram",
+                    message=f"a DATAGRAM frame of the {_WHO[ev.direction]} is too short for "
+                    f"its quarter stream id (RFC 9297 §2.1: H3_DATAGRAM_ERROR)",
+                )
+            )
+            return
+        out.append(
+            DatagramReceived(
+                stream=quarter * 4,
+                response=ev.direction == 1,
+                size=len(ev.data) - start,
+                ts=ev.ts,
+            )
+        )
 
     def close(self, ts: float) -> list[HttpEvent]:
         """The connection is over: undecodable heads named, open messages ended incomplete."""
         out: list[HttpEvent] = []
         for sender, side in enumerate(self._qpack):
             self._decoded(sender, side.close(), ts, out)
+        self._close_pushes(ts, out)
         for (d, sid), h in self._halves.items():
-            if sid & 2 or h.ended or not (h.seen or h.head):
+            if h.kind == PUSH and h.push_id >= 0 and not h.ended and (h.seen or h.head):
+                pass  # a push stream's response: ended below as a response
+            elif sid & 2 or h.ended or not (h.seen or h.head):
                 continue
             h.ended = True
             out.append(
@@ -231,6 +284,12 @@ class H3Connection:
             if kind == DATA:
                 del buf[:start]
                 h.data_left = length
+            elif kind == PUSH_PROMISE and d == 1 and not sid & 3:
+                if len(buf) < start + length:
+                    return
+                payload = bytes(buf[start : start + length])
+                del buf[: start + length]
+                self._promise(sid, payload, ts, out)
             elif kind == HEADERS:
                 if len(buf) < start + length:
                     return
@@ -300,6 +359,7 @@ class H3Connection:
                 )
             )
             h.head = True
+            h.method, h.protocol = method, _pseudo(headers, ":protocol") or ""
             return
         status = _status(_pseudo(headers, ":status"))
         if 100 <= status < 200:
@@ -313,6 +373,11 @@ class H3Connection:
             )
         )
         h.head = True
+        request = self._halves.get((0, sid))
+        if request is not None and request.method == "CONNECT" and 200 <= status < 300:
+            # RFC 9114 §4.4, RFC 9220 §3: the stream's DATA are now the protocol's bytes
+            # (``:protocol`` of an extended CONNECT, RFC 8441 §4), a tunnel's without one
+            out.append(ProtocolSwitched(stream=sid, protocol=request.protocol or "tunnel", ts=ts))
 
     def _lost_head(self, h: _Half, d: int, sid: int, ts: float, out: list[HttpEvent]) -> None:
         h.head = h.lossy = True
@@ -330,7 +395,7 @@ class H3Connection:
             )
 
     def _end(self, h: _Half, d: int, sid: int, ts: float, out: list[HttpEvent]) -> None:
-        if not h.fin or h.blocked or h.ended or sid & 3:
+        if not h.fin or h.blocked or h.ended or (sid & 3 and h.kind != PUSH):
             return
         h.ended = True
         if not (h.seen or h.head):
@@ -362,6 +427,9 @@ class H3Connection:
         """Header blocks QPACK finished (unblocked, or given up at the end)."""
         for found in results:
             sid = found[0]
+            if sid >= _PROMISE_KEY:
+                self._promised(found, ts, out)
+                continue
             h = self._half(sender, sid)
             h.blocked = False
             self._apply(h, sender, sid, found, ts, out)
@@ -383,12 +451,131 @@ class H3Connection:
             self._decoded(d, self._qpack[d].encoder(data), ts, out)
         elif h.kind == CONTROL:
             self._control(h, d, ts, out)
+        elif h.kind == PUSH and d == 1:
+            self._push_stream(h, sid, ts, out)
         else:
-            name = {PUSH: "push stream bytes", DECODER: "QPACK decoder stream bytes"}.get(
+            name = {PUSH: "client push stream bytes", DECODER: "QPACK decoder stream bytes"}.get(
                 h.kind, "unknown stream type bytes"
             )
             self._skip_count(name, len(buf))
             buf.clear()
+
+    # -- server push (RFC 9114 §4.6) ------------------------------------------------------
+
+    def _promise(self, sid: int, payload: bytes, ts: float, out: list[HttpEvent]) -> None:
+        """PUSH_PROMISE (§7.2.5): ``push id (i) | encoded field section``, the request the
+        server will answer on the push stream of that id."""
+        try:
+            push_id, start = read_varint(payload, 0)
+        except WireError:
+            out.append(_error(1, sid, ts, "a PUSH_PROMISE frame is too short for its push id"))
+            return
+        if self.max_push_id is None or push_id > self.max_push_id:
+            limit = "no MAX_PUSH_ID" if self.max_push_id is None else str(self.max_push_id)
+            self.diagnostics.append(
+                Diagnostic(
+                    code="h3.push_id",
+                    message=f"push {push_id} promised on stream {sid} is past the client's "
+                    f"limit ({limit} seen; RFC 9114 §4.6: H3_ID_ERROR)",
+                )
+            )
+        if push_id in self._promises or push_id in self._waiting:
+            return  # the same promise again on another request stream (§4.6)
+        # the block is decoded under a key no stream id can take (ids stay below 2**62), so
+        # a block QPACK holds back comes out as this promise's, not as the stream's headers
+        self._waiting[push_id] = (sid, ts)
+        found = self._qpack[1].block(_PROMISE_KEY + push_id, payload[start:])
+        if found is not None:
+            self._promised(found, ts, out)
+
+    def _promised(self, found: Decoded, ts: float, out: list[HttpEvent]) -> None:
+        """A PUSH_PROMISE's field section decoded (or given up)."""
+        push_id = found[0] - _PROMISE_KEY
+        sid, promised = self._waiting.pop(push_id)
+        headers = found[1]
+        if headers is None:
+            self.diagnostics.append(
+                Diagnostic(
+                    code="h3.push_promise",
+                    message=f"the PUSH_PROMISE of push {push_id} on stream {sid} does not "
+                    f"decode ({found[2]}): its pushed request is reported without headers",
+                )
+            )
+        self._promises[push_id] = (sid, headers or [], promised, headers is not None)
+        self._emit_push(push_id, ts, out)
+
+    def _push_stream(self, h: _Half, sid: int, ts: float, out: list[HttpEvent]) -> None:
+        """A push stream (§4.6): its push id, then a response's frames, held until its
+        promise is read (the streams are independent: the push may come first)."""
+        if h.push_id < 0:
+            try:
+                h.push_id, start = read_varint(h.buf, 0)
+            except WireError:
+                return
+            del h.buf[:start]
+            self._pushes[h.push_id] = sid
+            self._emit_push(h.push_id, ts, out)
+        if h.push_id in self._pushed:
+            self._request(h, 1, sid, ts, out)
+            self._end(h, 1, sid, ts, out)
+
+    def _emit_push(self, push_id: int, ts: float, out: list[HttpEvent]) -> None:
+        """Promise and push stream both read: the pushed exchange opens (the push stream's
+        id is its stream), and the held response frames follow."""
+        if push_id in self._pushed or push_id not in self._promises or push_id not in self._pushes:
+            return
+        self._pushed.add(push_id)
+        request_sid, headers, promised, whole = self._promises[push_id]
+        sid = self._pushes[push_id]
+        out.append(
+            PushPromised(
+                stream=request_sid,
+                promised_stream=sid,
+                headers=headers,
+                ts=promised,
+                version="HTTP/3",
+            )
+        )
+        h = self._half(1, sid)
+        h.lossy = h.lossy or not whole
+        self._request(h, 1, sid, ts, out)
+        self._end(h, 1, sid, ts, out)
+
+    def _close_pushes(self, ts: float, out: list[HttpEvent]) -> None:
+        """The end: promises never pushed and pushes never promised are said, and a push
+        stream without its promise is read as a response without its request."""
+        for push_id, (request_sid, *_) in self._promises.items():
+            if push_id in self._pushes:
+                continue
+            who = self.cancelled.get(push_id)
+            why = (
+                f"the {_WHO[who]} cancelled it (CANCEL_PUSH)"
+                if who is not None
+                else "its push stream is not in the capture"
+            )
+            self.diagnostics.append(
+                Diagnostic(
+                    code="h3.push_not_seen",
+                    severity="info" if who is not None else "warning",
+                    message=f"push {push_id} promised on stream {request_sid} was not pushed: "
+                    f"{why}",
+                )
+            )
+        for push_id, sid in self._pushes.items():
+            if push_id in self._pushed:
+                continue
+            self._pushed.add(push_id)
+            self.diagnostics.append(
+                Diagnostic(
+                    code="h3.push_unpromised",
+                    severity="warning",
+                    message=f"push stream {sid} (push {push_id}) has no PUSH_PROMISE in the "
+                    f"capture: its response is reported without the request it answers",
+                )
+            )
+            h = self._half(1, sid)
+            self._request(h, 1, sid, ts, out)
+            h.lossy = True
 
     def _control(self, h: _Half, d: int, ts: float, out: list[HttpEvent]) -> None:
         buf = h.buf
@@ -402,7 +589,7 @@ class H3Connection:
             if frame is None:
                 return
             kind, length, start = frame
-            if kind not in (SETTINGS, GOAWAY):
+            if kind not in (SETTINGS, GOAWAY, MAX_PUSH_ID, CANCEL_PUSH):
                 del buf[:start]
                 h.skip_left = length
                 self._skip_count(f"control frame 0x{kind:x}", 1)
@@ -414,6 +601,12 @@ class H3Connection:
             try:
                 if kind == SETTINGS:
                     self._settings(d, payload, ts, out)
+                elif kind == MAX_PUSH_ID:  # §7.2.7: the client's, never lowered
+                    value, _ = read_varint(payload, 0)
+                    self.max_push_id = max(value, self.max_push_id or 0)
+                elif kind == CANCEL_PUSH:  # §7.2.3: either side gives a push up
+                    value, _ = read_varint(payload, 0)
+                    self.cancelled.setdefault(value, d)
                 else:
                     last, _ = read_varint(payload, 0)
                     out.append(
@@ -451,6 +644,10 @@ class H3Connection:
 
     def _skip_count(self, name: str, n: int) -> None:
         self.skipped[name] = self.skipped.get(name, 0) + n
+
+
+def _error(d: int, sid: int, ts: float, message: str) -> ParseError:
+    return ParseError(response=d == 1, message=message, offset=-1, ts=ts, stream=sid)
 
 
 def _frame_head(buf: bytearray) -> tuple[int, int, int] | None:

@@ -120,6 +120,11 @@ def exchange_json(ex: Exchange, opts: RenderOptions) -> dict[str, Any]:
         out["grpc"] = rpc
     if ex.operation is not None:
         out["operation"] = operation_json(ex.operation, opts)
+    if ex.datagrams:  # HTTP/3 datagrams of the request stream (RFC 9297): sizes, times
+        out["datagrams"] = [
+            {"from": "server" if g.direction else "client", "size": g.size, "ts": g.ts}
+            for g in ex.datagrams
+        ]
     ready = {}  # gRPC messages come redacted already (grpc_message_json)
     for side in ("request", "response"):
         part = out[side]

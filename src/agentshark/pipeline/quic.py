@@ -4,9 +4,13 @@ The packet decoder hands every UDP datagram to :meth:`QuicSessions.datagram`, wh
 whether it was QUIC (:mod:`agentshark.quic.demux` decides); the exchanges it finishes wait in
 ``ready`` for the packet loop to hand out. A connection whose ALPN is ``h3`` (or, when the
 server's EncryptedExtensions were not read, one that offered ``h3``) is read as HTTP/3
-(:mod:`agentshark.http.h3`); its exchanges have the transport ``h3``. At the end of the capture
-each connection gives a report: protocol ``h3`` or ``quic``, and in ``tls`` the handshake facts
-with a ``quic`` object (version, packets, what could not be decrypted and why).
+(:mod:`agentshark.http.h3`); its exchanges have the transport ``h3``. A WebSocket over an
+extended CONNECT (RFC 9220) is read by the WebSocket stage as over HTTP/2; an exchange's
+HTTP datagrams are vouched for only while no 1-RTT packet number is missing. Datagrams of a
+connection seen mid-way (:mod:`agentshark.quic.midway`) give a report of their own. At the
+end of the capture each connection gives a report: protocol ``h3`` or ``quic``, and in
+``tls`` the handshake facts with a ``quic`` object (version, packets, what could not be
+decrypted and why).
 """
 
 from __future__ import annotations
@@ -20,9 +24,11 @@ from agentshark.model import Exchange
 from agentshark.net.events import format_endpoint
 from agentshark.net.segment import UdpDatagram
 from agentshark.pipeline.reports import ConnectionReport
+from agentshark.pipeline.websocket import h2_websocket
 from agentshark.quic.demux import QuicDemux, QuicFlow
 from agentshark.quic.events import QuicClosed
 from agentshark.quic.keys import APP, HANDSHAKE, INITIAL
+from agentshark.quic.midway import Midway
 from agentshark.quic.wire import version_name
 from agentshark.tls.keylog import KeyLog
 
@@ -61,7 +67,7 @@ class QuicSessions:
             return False
         self.last_ts = dg.ts
         flow, events = found
-        if not events:
+        if flow is None or not events:
             return True
         s = self._sessions.get(flow.conn.id)
         if s is None:
@@ -74,7 +80,7 @@ class QuicSessions:
             if s.h3 is not None and s.assembler is not None:
                 http = s.h3.feed(ev)
                 if http:
-                    done = s.assembler.handle(http)
+                    done = _datagrams(flow, _websockets(s.assembler.handle(http)))
                     s.exchanges += len(done)
                     self.ready.extend(done)
         return True
@@ -109,23 +115,45 @@ class QuicSessions:
             if s.h3 is not None and s.assembler is not None:
                 http = [e for ev in events for e in s.h3.feed(ev)]
                 http.extend(s.h3.close(ts))
-                done = s.assembler.handle(http)
-                done.extend(s.assembler.close())
+                done = _datagrams(
+                    flow, _websockets([*s.assembler.handle(http), *s.assembler.close()])
+                )
                 s.exchanges += len(done)
                 out.extend(done)
                 diagnostics.extend(s.h3.diagnostics)
                 diagnostics.extend(s.assembler.diagnostics)
             out.append(self._report(flow, s, diagnostics))
+        out.extend(self._midway_report(m) for m in self._demux.midway.found)
         return out
+
+    def _midway_report(self, m: Midway) -> ConnectionReport:
+        """A connection seen mid-way: what its datagrams show, and why no more."""
+        c = m.conn
+        return ConnectionReport(
+            connection=c,
+            source=self._source,
+            protocol="quic",
+            exchanges=0,
+            diagnostics=[m.diagnostic()],
+            tls={
+                "quic": {
+                    "midway": True,
+                    "versions_seen": sorted(version_name(v) for v in m.versions),
+                    "packets": {"client": c.packets[0], "server": c.packets[1]},
+                }
+            },
+        )
 
     @property
     def connections(self) -> int:
-        return len(self._demux.flows)
+        return len(self._demux.flows) + len(self._demux.midway.found)
 
     @property
     def stats(self) -> dict[str, int]:
         """Counters for the source report (none for a capture without QUIC)."""
         out = {"quic_connections": len(self._demux.flows)} if self._demux.flows else {}
+        if self._demux.midway.found:
+            out["quic_midway_connections"] = len(self._demux.midway.found)
         if self._demux.unknown:
             out["quic_unknown_connection_datagrams"] = self._demux.unknown
         return out
@@ -159,7 +187,15 @@ class QuicSessions:
                 for (space, d), n in sorted(q.unopened.items())
             },
             "retries": q.retries,
+            "truncated_datagrams": q.truncated,
+            "duplicate_packets": q.duplicates,
             "datagram_frames": q.datagrams,
+            "version_negotiation": None
+            if q.negotiation is None
+            else {
+                "first_version": version_name(q.negotiation[0]),
+                "offered": [version_name(v) for v in q.negotiation[1]],
+            },
         }
         return ConnectionReport(
             connection=flow.conn,
@@ -169,3 +205,35 @@ class QuicSessions:
             diagnostics=diagnostics,
             tls=tls,
         )
+
+
+def _websockets(done: list[Exchange]) -> list[Exchange]:
+    """A WebSocket over an HTTP/3 stream (RFC 9220: an extended CONNECT with ``:protocol:
+    websocket`` answered 2xx) is read as over HTTP/2 (RFC 8441): the stream's DATA in each
+    direction are the session's frames."""
+    return [h2_websocket(ex) if ex.upgrade == "websocket" else ex for ex in done]
+
+
+def _datagrams(flow: QuicFlow, done: list[Exchange]) -> list[Exchange]:
+    """HTTP datagrams are never retransmitted (RFC 9221 §5): one whose packet the capture
+    lost is gone without a trace. An exchange with datagrams, on a connection with 1-RTT
+    packet numbers missing since it began, cannot vouch for its list: its session is said
+    incomplete, with the count."""
+    for ex in done:
+        started = ex.started
+        if not ex.datagrams or started is None:
+            continue
+        missing = flow.quic.holes_since(started)
+        if missing:
+            ex.session_complete = False
+            ex.diagnostics.append(
+                Diagnostic(
+                    code="h3.datagrams_unsure",
+                    severity="warning",
+                    location=f"{ex.id} datagrams",
+                    message=f"{missing} QUIC packets of the connection are missing from the "
+                    "capture since this exchange began: HTTP datagrams they held are lost "
+                    "without a trace (DATAGRAM frames are never sent again)",
+                )
+            )
+    return done

@@ -17,6 +17,7 @@ from agentshark.errors import Diagnostic, Severity
 from agentshark.quic import frames as qf
 from agentshark.quic.events import (
     QuicClosed,
+    QuicDatagram,
     QuicEvent,
     QuicStreamData,
     QuicStreamGap,
@@ -51,6 +52,7 @@ __all__ = ["MAX_DETAILED", "QuicConnection"]
 
 MAX_DETAILED = 5  # detailed diagnostics per code and connection; the rest are counted
 _SPACE_NAMES = ("Initial", "Handshake", "1-RTT")
+_PN_WINDOW = 4096  # packet numbers remembered below the largest, per space and direction
 _WHO = ("client", "server")
 
 
@@ -84,9 +86,15 @@ class QuicConnection:
         self.skipped: dict[str, int] = {}
         self.diagnostics: list[Diagnostic] = []
         self.retries = 0
-        self.datagrams = 0  # DATAGRAM frames (RFC 9221), counted: no stage reads them yet
+        self.truncated = 0  # datagrams the capture cut short (their last packet is not read)
+        self.datagrams = 0  # DATAGRAM frames (RFC 9221), also handed up (QuicDatagram)
         self.closed: QuicClosed | None = None
+        # Version Negotiation: the version the client started in, the versions offered
+        self.negotiation: tuple[int, list[int]] | None = None
         self._largest = [[-1, -1], [-1, -1], [-1, -1]]
+        self._pns: list[list[set[int]]] = [[set(), set()] for _ in range(3)]  # opened numbers
+        self.duplicates = 0  # packets opened twice (copies of a datagram), not read again
+        self._holes: list[dict[int, float]] = [{}, {}]  # 1-RTT numbers missing: when seen so
         self._crypto = [[Reassembly(), Reassembly()] for _ in range(3)]
         self._readers = [[HandshakeReader(), HandshakeReader()] for _ in range(3)]
         self._streams: dict[tuple[int, int], _Stream] = {}
@@ -94,12 +102,23 @@ class QuicConnection:
         self._seen: dict[str, int] = {}
         self._scid_seen = [False, False]
         self._hello_taken = False  # the ClientHello of the current attempt was read
+        self._server_read = [False, False]  # the ServerHello, the EncryptedExtensions read
 
     # -- datagrams ------------------------------------------------------------------------
 
-    def datagram(self, direction: int, data: bytes, ts: float) -> list[QuicEvent]:
-        """The events of one datagram's packets."""
+    def datagram(self, direction: int, data: bytes, ts: float, missing: int = 0) -> list[QuicEvent]:
+        """The events of one datagram's packets; ``missing``: bytes of it on the wire that
+        the capture did not keep (a snap length below its size)."""
         out: list[QuicEvent] = []
+        if missing:
+            self.truncated += 1
+            self._note(
+                "quic.truncated",
+                f"a datagram of the {_WHO[direction]} was captured {len(data)} of "
+                f"{len(data) + missing} bytes (the capture's snap length): the packet it cuts "
+                f"is not read, and the frames it held are missing (capture with -s 0)",
+            )
+            data = self._whole_packets(data)
         pos = 0
         while pos < len(data):
             first = data[pos]
@@ -131,6 +150,21 @@ class QuicConnection:
             pos = hdr.end
         return out
 
+    @staticmethod
+    def _whole_packets(data: bytes) -> bytes:
+        """The long-header packets a cut datagram holds whole (a short-header packet runs to
+        the datagram's end, so it is never whole in one)."""
+        pos = 0
+        while pos < len(data) and data[pos] & 0x80:
+            try:
+                hdr = parse_long_header(data, pos)
+            except WireError:
+                break
+            if hdr.kind is None or hdr.kind == "retry":
+                break
+            pos = hdr.end
+        return data[:pos]
+
     def _long(
         self,
         direction: int,
@@ -145,9 +179,12 @@ class QuicConnection:
             versions = ", ".join(version_name(v) for v in hdr.versions)
             self._note(
                 "quic.version_negotiation",
-                f"the server answered with Version Negotiation, offering versions {versions}",
+                f"the server answered version {version_name(self.version)} with Version "
+                f"Negotiation, offering versions {versions}",
                 severity="info",
             )
+            if self.negotiation is None:
+                self.negotiation = (self.version, list(hdr.versions))
             return False
         if hdr.version not in KNOWN_VERSIONS:
             self._note(
@@ -162,6 +199,14 @@ class QuicConnection:
         if hdr.kind == "retry":
             self._retry(hdr, data[pos:])
             return False
+        if (
+            direction == 0
+            and hdr.kind == "initial"
+            and self.negotiation is not None
+            and hdr.version != self.version
+            and hdr.version in self.negotiation[1]
+        ):
+            self._negotiated(hdr.version)
         if direction == 0 and hdr.kind == "initial" and not self._scid_seen[1]:
             self.cid_len[0] = len(hdr.dcid)
         space = {"initial": INITIAL, "handshake": HANDSHAKE, "0rtt": APP}[hdr.kind]
@@ -195,6 +240,18 @@ class QuicConnection:
         self._hello_taken = False
         self.cid_len[0] = len(hdr.scid)
         self.new_cids.append((hdr.scid, 0))
+
+    def _negotiated(self, version: int) -> None:
+        """After Version Negotiation the client starts again in a version the server offered
+        (RFC 9000 §6.2, RFC 9368 §2.2): a new ClientHello, packet numbers from 0, the
+        connection's version from now on."""
+        self.version = version
+        for d in (0, 1):
+            self._crypto[INITIAL][d] = Reassembly()
+            self._readers[INITIAL][d] = HandshakeReader()
+            self._largest[INITIAL][d] = -1
+            self._pns[INITIAL][d] = set()
+        self._hello_taken = False
 
     # -- packets --------------------------------------------------------------------------
 
@@ -240,6 +297,10 @@ class QuicConnection:
             if plain is None:
                 continue
             self._accepted(space, d, keys, phase, early)
+            if self._repeated(space, d, pn):
+                return
+            if space == APP:
+                self._follow_holes(d, largest, pn, ts)
             if pn > largest:
                 self._largest[space][d] = pn
             self.opened[d] += 1
@@ -251,6 +312,39 @@ class QuicConnection:
             f"a {_SPACE_NAMES[space]} packet of the {_WHO[d]} does not decrypt with its keys (a "
             f"key log entry of another session, or a damaged capture)",
         )
+
+    def _repeated(self, space: int, d: int, pn: int) -> bool:
+        """A packet number already opened in its space: a copy of a datagram (a network's or
+        a capture's duplicate; QUIC never sends a packet number twice, RFC 9000 §12.3). Its
+        frames were read with the first copy: read again, a DATAGRAM frame (never
+        retransmitted, so never deduplicated by offset) would count twice. Numbers more
+        than ``_PN_WINDOW`` below the largest are forgotten."""
+        seen = self._pns[space][d]
+        if pn in seen:
+            self.duplicates += 1
+            return True
+        seen.add(pn)
+        if len(seen) > 2 * _PN_WINDOW:
+            floor = max(self._largest[space][d], pn) - _PN_WINDOW
+            self._pns[space][d] = {n for n in seen if n >= floor}
+        return False
+
+    def _follow_holes(self, d: int, largest: int, pn: int, ts: float) -> None:
+        """1-RTT packet numbers not seen (yet): a jump past the largest opens a hole (noted
+        with its time), a late packet closes one. Endpoints number their packets one by one
+        (RFC 9000 §12.3 lets them skip, which reads as a loss: too careful, never too
+        little). Holes of more than ``_PN_WINDOW`` numbers count as one."""
+        holes = self._holes[d]
+        if pn > largest + 1 and largest >= 0:
+            for n in range(max(largest + 1, pn - _PN_WINDOW), pn):
+                holes[n] = ts
+        else:
+            holes.pop(pn, None)
+
+    def holes_since(self, ts: float) -> int:
+        """1-RTT packet numbers of either direction missing, whose hole opened at ``ts`` or
+        later: packets the capture lost, or has not shown yet."""
+        return sum(1 for holes in self._holes for t in holes.values() if t >= ts)
 
     def _tries(
         self, space: int, d: int, version: int, early: bool, pkt: bytes, pn_offset: int, long: bool
@@ -293,11 +387,27 @@ class QuicConnection:
                 ring.set_app(d, keys)
             elif phase >= 0:
                 ring.opened(d, phase, keys)
+        if space == APP and not early:
+            self._unknown_facts()
         if space != INITIAL:
             self.info.decrypted = True
             if ring.suite is None:
                 ring.suite = keys.suite
                 self.info.cipher_suite = keys.suite.name
+
+    def _unknown_facts(self) -> None:
+        """1-RTT packets open: the facts of a server handshake message not read by now are
+        unknown, not absent (its packet was not captured, or not decrypted): ``tls.unknown``
+        names them until the message comes (RFC 9001 §4.1.1: 1-RTT keys follow both)."""
+        info = self.info
+        for read, facts in zip(
+            self._server_read, (("resumed",), ("alpn", "early_data")), strict=True
+        ):
+            if not read:
+                info.unknown.extend(f for f in facts if f not in info.unknown)
+
+    def _known(self, *facts: str) -> None:
+        self.info.unknown = [f for f in self.info.unknown if f not in facts]
 
     # -- frames ---------------------------------------------------------------------------
 
@@ -326,6 +436,7 @@ class QuicConnection:
                 self.new_cids.append((f.cid, 1 - d))  # the peer sends to it
             elif type(f) is qf.Datagram:
                 self.datagrams += 1
+                out.append(QuicDatagram(direction=d, data=f.data, ts=ts))
             elif type(f) is qf.RetireConnectionId:
                 self.skipped["RETIRE_CONNECTION_ID"] = (
                     self.skipped.get("RETIRE_CONNECTION_ID", 0) + 1
@@ -341,14 +452,23 @@ class QuicConnection:
         if f.fin:
             st.fin_at = f.offset + len(f.data)
         start = st.flow.delivered
-        data = st.flow.add(f.offset, f.data)
+        pieces = st.flow.add(f.offset, f.data, ts)
         fin = st.fin_at >= 0 and st.flow.delivered == st.fin_at
-        if data or (fin and f.fin):
+        if not pieces and fin and f.fin:
+            pieces = [(b"", ts)]
+        last = len(pieces) - 1
+        for n, (data, when) in enumerate(pieces):
             out.append(
                 QuicStreamData(
-                    stream_id=f.stream_id, direction=d, data=data, offset=start, fin=fin, ts=ts
+                    stream_id=f.stream_id,
+                    direction=d,
+                    data=data,
+                    offset=start,
+                    fin=fin and n == last,
+                    ts=when,
                 )
             )
+            start += len(data)
         if fin:
             del self._streams[key]
             self._done.add(key)
@@ -359,7 +479,7 @@ class QuicConnection:
             return
         st = self._streams.pop(key, None)
         if st is not None:
-            self._flush(key, st, ts, out)
+            self._flush(key, st, out)
         self._done.add(key)
         out.append(
             QuicStreamReset(
@@ -384,7 +504,7 @@ class QuicConnection:
             out.append(ev)
 
     def _crypto_frame(self, space: int, d: int, f: qf.Crypto) -> None:
-        data = self._crypto[space][d].add(f.offset, f.data)
+        data = b"".join(p for p, _ in self._crypto[space][d].add(f.offset, f.data))
         if not data:
             return
         try:
@@ -417,6 +537,8 @@ class QuicConnection:
             if server.retry:
                 info.hello_retry = True
                 return
+            self._server_read[0] = True
+            self._known("resumed")
             info.version = tls_version_name(server.version)
             info.cipher_suite = suite_name(server.cipher_suite)
             info.resumed = server.psk
@@ -433,6 +555,8 @@ class QuicConnection:
             ext = parse_encrypted_extensions(body)
             info.alpn = ext.alpn
             info.early_data = ext.early_data
+            self._server_read[1] = True
+            self._known("alpn", "early_data")
 
     # -- the end --------------------------------------------------------------------------
 
@@ -441,24 +565,24 @@ class QuicConnection:
         packets were not opened."""
         out: list[QuicEvent] = []
         for key, st in list(self._streams.items()):
-            self._flush(key, st, ts, out)
+            self._flush(key, st, out)
         self._streams.clear()
         self.info.key_updates = sum(self.keys.key_updates)
         self.info.records = list(self.packets)
         self._summarize()
         return out
 
-    def _flush(self, key: tuple[int, int], st: _Stream, ts: float, out: list[QuicEvent]) -> None:
+    def _flush(self, key: tuple[int, int], st: _Stream, out: list[QuicEvent]) -> None:
         d, sid = key
-        for offset, size, data in st.flow.holes():
+        for offset, size, data, when in st.flow.holes():
             if size:
                 out.append(
-                    QuicStreamGap(stream_id=sid, direction=d, offset=offset, size=size, ts=ts)
+                    QuicStreamGap(stream_id=sid, direction=d, offset=offset, size=size, ts=when)
                 )
             fin = st.fin_at >= 0 and offset + size + len(data) == st.fin_at
             out.append(
                 QuicStreamData(
-                    stream_id=sid, direction=d, data=data, offset=offset + size, fin=fin, ts=ts
+                    stream_id=sid, direction=d, data=data, offset=offset + size, fin=fin, ts=when
                 )
             )
 

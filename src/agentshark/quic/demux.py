@@ -8,10 +8,11 @@ that migrates to a new address keeps its connection, §9). Short headers do not 
 DCID's length: the lengths of the CIDs known are tried. A zero-length CID (some clients use
 none) leaves only the address pair, which is looked up then.
 
-A datagram of no known connection that does not start with an Initial is not taken (the
-packet decoder counts it as UDP): without its handshake a connection cannot be decrypted,
-and random UDP can look like a short header. Long headers of unknown connections are
-counted in ``unknown``.
+A datagram of no known connection that does not start with an Initial cannot be decrypted
+(without its handshake no key log entry can be found for it): it goes to
+:mod:`agentshark.quic.midway`, which takes it when its path shows itself QUIC (a long
+header of a known version, a connection ID repeated) and reports a connection seen mid-way;
+else the packet decoder counts it as UDP (random UDP can look like a short header).
 """
 
 from __future__ import annotations
@@ -22,12 +23,16 @@ from agentshark.net.events import Connection
 from agentshark.net.segment import UdpDatagram
 from agentshark.quic.connection import QuicConnection
 from agentshark.quic.events import QuicEvent
+from agentshark.quic.midway import MidwayPaths
 from agentshark.quic.wire import KNOWN_VERSIONS, VERSION_2
 from agentshark.tls.keylog import KeyLog
 
-__all__ = ["QuicDemux", "QuicFlow"]
+__all__ = ["MIDWAY", "QuicDemux", "QuicFlow"]
 
 _Path = tuple[bytes, int, bytes, int]
+
+
+MIDWAY: tuple[None, list[QuicEvent]] = (None, [])
 
 
 class QuicFlow:
@@ -52,9 +57,12 @@ class QuicDemux:
         self._lengths: list[int] = []
         self.flows: list[QuicFlow] = []
         self.unknown = 0  # long-header datagrams of connections whose start was not captured
+        self._numbers = 0  # connection numbers, shared with the connections seen mid-way
+        self.midway = MidwayPaths(id_prefix, self._number)
 
-    def feed(self, dg: UdpDatagram) -> tuple[QuicFlow, list[QuicEvent]] | None:
-        """The datagram's connection and its events, or None when it is not QUIC we read."""
+    def feed(self, dg: UdpDatagram) -> tuple[QuicFlow | None, list[QuicEvent]] | None:
+        """The datagram's connection and its events, or None when it is not QUIC we read;
+        ``MIDWAY`` (no connection, no events) for one of a connection seen mid-way."""
         data = dg.payload
         if len(data) < 7 or (not data[0] & 0x40 and not data[0] & 0x80):
             return None
@@ -64,13 +72,16 @@ class QuicDemux:
         else:
             found = self._short(data, path)
         if found is None:
+            src, dst = (_address(dg.src), dg.sport), (_address(dg.dst), dg.dport)
+            if self.midway.datagram(src, dst, data, dg.ts):
+                return MIDWAY
             return None
         flow, d = found
         conn = flow.conn
         conn.last_ts = dg.ts
         conn.bytes[d] += len(data)
         conn.packets[d] += 1
-        events = flow.quic.datagram(d, data, dg.ts)
+        events = flow.quic.datagram(d, data, dg.ts, dg.missing)
         if data[0] & 0x80:
             scid = (
                 data[7 + data[5] : 7 + data[5] + data[6 + data[5]]]
@@ -108,7 +119,7 @@ class QuicDemux:
 
     def _open(self, odcid: bytes, version: int, path: _Path, ts: float) -> tuple[QuicFlow, int]:
         src, sport, dst, dport = path
-        cid = f"{self._prefix}{len(self.flows) + 1}"
+        cid = f"{self._prefix}{self._number()}"
         conn = Connection(
             id=cid,
             client=(_address(src), sport),
@@ -124,6 +135,10 @@ class QuicDemux:
         self._by_path.setdefault(path, (flow, 0))
         self._by_path.setdefault((dst, dport, src, sport), (flow, 1))
         return flow, 0
+
+    def _number(self) -> int:
+        self._numbers += 1
+        return self._numbers
 
     def _add_cid(self, cid: bytes, flow: QuicFlow, direction: int) -> None:
         if not cid:

@@ -8,7 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["QuicClosed", "QuicEvent", "QuicStreamData", "QuicStreamGap", "QuicStreamReset"]
+__all__ = [
+    "QuicClosed",
+    "QuicDatagram",
+    "QuicEvent",
+    "QuicStreamData",
+    "QuicStreamGap",
+    "QuicStreamReset",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -57,4 +64,14 @@ class QuicClosed:
     ts: float
 
 
-QuicEvent = QuicStreamData | QuicStreamGap | QuicStreamReset | QuicClosed
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QuicDatagram:
+    """A DATAGRAM frame's payload (RFC 9221 §4: types 0x30, 0x31; unreliable, never
+    retransmitted, so one the capture lost is gone without a trace)."""
+
+    direction: int
+    data: bytes
+    ts: float
+
+
+QuicEvent = QuicStreamData | QuicStreamGap | QuicStreamReset | QuicClosed | QuicDatagram
