@@ -368,10 +368,16 @@ def _report(args: argparse.Namespace, census: Census, *, calls: bool) -> int:
     return 1 if failed else 0
 
 
+JOBS_MIN_BYTES = 16 << 20  # smaller inputs are read faster than worker processes start
+
+
 def _jobs(args: argparse.Namespace) -> int:
-    """``--jobs``, or the cores this process may use."""
+    """``--jobs``, else the cores this process may use for inputs of 16 MiB or more."""
     jobs: int | None = getattr(args, "jobs", None)
-    return default_jobs() if jobs is None else jobs
+    if jobs is not None:
+        return jobs
+    size = sum(Path(f).stat().st_size for f in args.files if f != "-" and Path(f).is_file())
+    return default_jobs() if size >= JOBS_MIN_BYTES else 1
 
 
 def _screen(args: argparse.Namespace, out: TextIO, redact: Redactor) -> Screen | None:

@@ -114,7 +114,8 @@ def _add_input_options(cmd: argparse.ArgumentParser) -> None:
         default=None,
         metavar="N",
         help="processes that share each pcap/pcapng capture by connection (default: the "
-        "cores available; 1: one process); the report is the same for any N",
+        "cores available, for inputs of 16 MiB or more; 1: one process); the report is the "
+        "same for any N",
     )
     cmd.add_argument(
         "--no-progress",

@@ -4,6 +4,10 @@ a worker that fails or dies is said in one line, never as a traceback."""
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -119,3 +123,62 @@ def test_one_job_or_no_capture_runs_in_this_process(monkeypatch: pytest.MonkeyPa
     assert not jobs.can_share([str(OWN / "proxy_sdk_run" / "recording.har")])
     assert not jobs.can_share(["-", str(EXAMPLE)])
     assert jobs.default_jobs() >= 1
+
+
+_SLOW = """
+import sys, time
+import agentshark.pipeline.jobs as jobs
+real = jobs.packet_owner
+def slow(*args):
+    time.sleep(0.05)
+    return real(*args)
+jobs.packet_owner = slow
+from agentshark.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc for the workers")
+def test_ctrl_c_stops_every_worker(tmp_path: Path) -> None:
+    """Ctrl-C reaches the terminal's whole process group: the workers ignore it, the parent
+    stops them and exits 130 with its one line."""
+    command = [sys.executable, "-c", _SLOW, "calls", str(EXAMPLE), "--jobs", "2"]
+    proc = subprocess.Popen(
+        [*command, "-o", str(tmp_path / "out")],
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 60
+    while len(_children(proc.pid)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    workers = _children(proc.pid)
+    assert len(workers) >= 2
+    time.sleep(0.3)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert "Traceback" not in err
+    assert "interrupted" in err
+    for pid in workers:  # gone, or a zombie waiting for init
+        assert _state(pid) in ("", "Z")
+
+
+def _state(pid: int) -> str:
+    try:
+        return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return ""
