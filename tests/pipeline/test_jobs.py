@@ -3,8 +3,10 @@ a worker that fails or dies is said in one line, never as a traceback."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import struct
 import subprocess
 import sys
 import time
@@ -13,8 +15,10 @@ from pathlib import Path
 import pytest
 
 from agentshark.cli import main
+from agentshark.net.segment import ACK, PSH, SYN
 from agentshark.pipeline import jobs
 from tests.helpers import CAPTURES
+from tests.net.test_packet import DST4, DST6, SRC4, SRC6, eth, ipv4, ipv6, tcp
 
 REPO = Path(__file__).resolve().parents[2]
 OWN = REPO / "tests" / "data" / "captures"
@@ -182,3 +186,87 @@ def _state(pid: int) -> str:
         return (Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
     except (OSError, IndexError):
         return ""
+
+
+def _synthetic_capture() -> bytes:
+    """HTTP/1.1 chat calls on 12 connections over IPv4, IPv6 and VLAN-tagged Ethernet,
+    interleaved: one request in two IPv4 fragments, one packet cut by the snap length, ARP and
+    UDP between them, half the connections still open at the end of the capture."""
+    body = b'{"model":"gpt-4o","messages":[{"role":"user","content":"hello there"}]}'
+    answer = (
+        b'{"id":"chatcmpl-1","object":"chat.completion","model":"gpt-4o","choices":[{"index":0,'
+        b'"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}'
+    )
+    request = (
+        b"POST /v1/chat/completions HTTP/1.1\r\nHost: api.openai.com\r\n"
+        b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+    )
+    response = (
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s"
+        % (len(answer), answer)
+    )
+    fin = 0x01
+    steps: list[list[bytes]] = []
+    for i in range(12):
+        port = 40000 + 2 * i
+        v6 = i % 3 == 1
+        tags = (0x8100,) if i % 4 == 2 else ()
+
+        def frame(
+            segment: bytes, *, up: bool, v6: bool = v6, tags: tuple[int, ...] = tags
+        ) -> bytes:
+            if v6:
+                src, dst = (SRC6, DST6) if up else (DST6, SRC6)
+                return eth(ipv6(segment, src=src, dst=dst), 0x86DD, tags=tags)
+            src, dst = (SRC4, DST4) if up else (DST4, SRC4)
+            return eth(ipv4(segment, src=src, dst=dst), tags=tags)
+
+        def seg(
+            payload: bytes, *, up: bool, seq: int, ack: int, flags: int, port: int = port
+        ) -> bytes:
+            sport, dport = (port, 8080) if up else (8080, port)
+            return tcp(payload, sport=sport, dport=dport, seq=seq, ack=ack, flags=flags)
+
+        c, s = 1000, 5000
+        req = seg(request, up=True, seq=c + 1, ack=s + 1, flags=ACK | PSH)
+        packets = [
+            frame(seg(b"", up=True, seq=c, ack=0, flags=SYN), up=True),
+            frame(seg(b"", up=False, seq=s, ack=c + 1, flags=SYN | ACK), up=False),
+            frame(seg(b"", up=True, seq=c + 1, ack=s + 1, flags=ACK), up=True),
+        ]
+        if i == 3:  # the request in two fragments
+            packets.append(eth(ipv4(req[:24], frag=0x2000, ident=99)))
+            packets.append(eth(ipv4(req[24:], frag=3, ident=99)))
+        else:
+            packets.append(frame(req, up=True))
+        resp = seg(response, up=False, seq=s + 1, ack=c + 1 + len(request), flags=ACK | PSH)
+        packets.append(frame(resp, up=False)[:70] if i == 5 else frame(resp, up=False))
+        if i % 2 == 0:
+            end_c, end_s = c + 1 + len(request), s + 1 + len(response)
+            packets.append(frame(seg(b"", up=True, seq=end_c, ack=end_s, flags=fin | ACK), up=True))
+            packets.append(
+                frame(seg(b"", up=False, seq=end_s, ack=end_c + 1, flags=fin | ACK), up=False)
+            )
+        steps.append(packets)
+    records: list[bytes] = []
+    for n in range(max(len(p) for p in steps)):
+        records.extend(packets[n] for packets in steps if n < len(packets))
+        records.append(eth(b"\x00" * 28, 0x0806))  # ARP
+        records.append(eth(ipv4(b"\x00\x35\x00\x35\x00\x0c\x00\x00dns!", proto=17)))
+    out = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 262144, 1)
+    for k, data in enumerate(records):
+        wire = len(data) + (200 if len(data) == 70 else 0)
+        out += struct.pack("<IIII", 1_700_000_000 + k, 0, len(data), wire) + data
+    return out
+
+
+def test_fragments_vlan_ipv6_and_open_connections(tmp_path: Path) -> None:
+    capture = tmp_path / "synthetic.pcap"
+    capture.write_bytes(_synthetic_capture())
+    args = ["analyze", str(capture), "--format", "json", "--no-progress"]
+    one = _report(tmp_path, args, 1)
+    report = json.loads(one)
+    assert [c["api"] for c in report["calls"]] == ["openai.chat"] * 12  # the fragmented one too
+    assert report["sources"][0]["not_analyzed"] == {"arp": 7, "udp": 7, "ipv4-fragment-held": 1}
+    for n in (2, 3, 4):
+        assert _report(tmp_path, args, n) == one

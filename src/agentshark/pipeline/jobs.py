@@ -74,6 +74,7 @@ _ID, _ITEM, _DONE = 0, 1, 2  # entry kinds: an id made, an item, a capture's rep
 Entry = tuple[Key, int, Any]
 _FLUSH_PACKETS = 0x1FFF  # a worker says how far it read at least every 8,192 packets
 _FLUSH_ENTRIES = 256
+_QUEUE_LIMIT = 4096  # entries held for a worker that is ahead of the others
 _END: Key = (1 << 62, 0, 0)
 
 
@@ -411,8 +412,14 @@ class _Merge:
     def _receive(self, behind: list[int]) -> None:
         """Read what the workers sent (waiting for one of those ``behind``)."""
         waited = {self.pipes[w] for w in behind}
+        queues, ended = self.queues, self.ended
         while True:
-            pending = {self.pipes[w]: w for w in range(len(self.pipes)) if not self.ended[w]}
+            # a worker far ahead waits on its pipe rather than in this process's memory
+            pending = {
+                self.pipes[w]: w
+                for w in range(len(self.pipes))
+                if not ended[w] and (w in behind or len(queues[w]) < _QUEUE_LIMIT)
+            }
             got = False
             for pipe in wait(list(pending)):
                 self._batch(pending[cast(Pipe, pipe)], cast(Pipe, pipe))
