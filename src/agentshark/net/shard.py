@@ -7,7 +7,7 @@ layers) so that a worker never decodes another worker's packets:
 
 * a *clean* TCP segment — IPv4 not fragmented or IPv6 with TCP as its first next header, the
   datagram captured to its end, a TCP header that fits — goes to the worker its connection
-  hashes to (:func:`flow_owner`: CRC-32 of the two endpoints in a fixed order, so both
+  hashes to (:func:`flow_owner`: the CRC-32 of each endpoint combined by XOR, so both
   directions of a connection land on the same worker). Such a packet is one the decoder
   turns into a segment without counting or reporting anything.
 * UDP and everything that cannot be TCP (ARP, ICMP, unknown link types...) goes to worker 0,
@@ -23,7 +23,7 @@ layers) so that a worker never decodes another worker's packets:
 from __future__ import annotations
 
 import struct
-import zlib
+from zlib import crc32
 
 from agentshark.net.packet import network_layer
 
@@ -35,6 +35,8 @@ _IPV4 = struct.Struct("!BxH2xHxB2x4s4s")  # version+IHL, total length, frag, pro
 _IPV6 = struct.Struct("!IHBx16s16s")  # version+class+flow, payload length, next header, src, dst
 _TCP = struct.Struct("!HH8xB")  # ports, then the data offset byte
 _ETHERNET_IP = struct.Struct("!12xH")  # the ethertype of an untagged frame
+#   ethertype | IPv4: version+IHL, total length, frag, protocol, src, dst | TCP ports, offset
+_FAST = struct.Struct("!12xHBxH2xHxB2x4s4sHH8xB")
 _IPV4_TYPE, _IPV6_TYPE = 0x0800, 0x86DD
 # IPv6 next headers that are extension headers (RFC 8200 §4, fragment 44, AH 51): the chain
 # is walked by the decoder, so such a packet goes to every worker
@@ -42,14 +44,26 @@ _IPV6_CHAIN = frozenset((0, 43, 44, 51, 60, 135, 139, 140))
 
 
 def flow_owner(src: bytes, sport: int, dst: bytes, dport: int, jobs: int) -> int:
-    """The worker of the connection between two endpoints, the same for both directions."""
-    if (src, sport) > (dst, dport):
-        src, sport, dst, dport = dst, dport, src, sport
-    return zlib.crc32(src + dst, (sport << 16) | dport) % jobs
+    """The worker of the connection between two endpoints, the same for both directions
+    (the CRC-32 of each endpoint, combined by XOR)."""
+    return (crc32(src, sport) ^ crc32(dst, dport)) % jobs
 
 
 def packet_owner(linktype: int, data: bytes, jobs: int) -> int:
     """The worker that takes the frame ``data`` of ``linktype``, or :data:`EVERYONE`."""
+    if linktype == 1 and len(data) >= 54:
+        # the usual case in one unpack: Ethernet, IPv4 without options, TCP
+        etype, vihl, length, frag, proto, src, dst, sport, dport, doff = _FAST.unpack_from(data)
+        if (
+            etype == _IPV4_TYPE
+            and vihl == 0x45
+            and proto == 6
+            and not frag & 0x3FFF
+            and (doff >> 2) & 0x3C <= length - 20
+            and doff >= 0x50
+            and 14 + length <= len(data)
+        ):
+            return (crc32(src, sport) ^ crc32(dst, dport)) % jobs
     if linktype == 1 and len(data) >= 14:
         ethertype = _ETHERNET_IP.unpack_from(data)[0]
         offset = 14
