@@ -134,7 +134,7 @@ import sys, time
 import agentshark.pipeline.jobs as jobs
 real = jobs.packet_owner
 def slow(*args):
-    time.sleep(0.05)
+    time.sleep(0.2)  # 90 packets: 18 s a worker
     return real(*args)
 jobs.packet_owner = slow
 from agentshark.cli import main
