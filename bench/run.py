@@ -16,6 +16,8 @@ Tools (``--tools``, comma-separated; default all):
   agentshark      agentshark exchanges FILE --format json > /dev/null
   agentshark_calls    agentshark calls FILE --format json > /dev/null
   agentshark_analyze  agentshark analyze FILE --format json > /dev/null
+                  (every agentshark row with --jobs 1, or the --jobs N given: the rows
+                  above measured one process; bench/jobs.py compares numbers of jobs)
                   (each agentshark row is checked by one more, untimed run: exchanges against
                   the truth; for calls/analyze the calls by API and the exchanges recognized
                   as an API that is not parsed)
@@ -108,6 +110,7 @@ def commands(
     out: dict[str, Command | str] = {}
     agentshark = find_agentshark(args.agentshark)
     keylog_opt = ["--keylog", str(keylog)] if keylog else []
+    keylog_opt += ["--jobs", str(args.jobs)]  # options of every agentshark row: 1 unless asked
     out["agentshark"] = (
         Command(
             "agentshark", [agentshark, "exchanges", str(capture), *keylog_opt, "--format", "json"]
@@ -273,6 +276,12 @@ def main() -> int:
         "<capture>.keys.log",
     )
     ap.add_argument("--agentshark", help="the agentshark executable")
+    ap.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="agentshark --jobs N (default 1; bench/jobs.py compares N)",
+    )
     ap.add_argument("--port", type=int, help="HTTP port for tshark -d (default: from the truth)")
     ap.add_argument(
         "--keylog", type=Path, help="NSS key log of a TLS capture (default: <capture>.keys.log)"

@@ -27,7 +27,7 @@ from agentshark.apis.registry import known_apis
 from agentshark.cli_export import run_export
 from agentshark.cli_follow import follow
 from agentshark.cli_parser import build_parser as build_parser  # used, and re-exported
-from agentshark.errors import InputError
+from agentshark.errors import InputError, JobError
 from agentshark.framing.proto_schema import ProtoSchemas, load_schemas
 from agentshark.output.calls_text import CallsTextWriter
 from agentshark.output.census import Census
@@ -39,7 +39,9 @@ from agentshark.output.show import render_call
 from agentshark.output.text import TextWriter
 from agentshark.output.trace_text import TraceTextWriter
 from agentshark.pipeline import Item, Options, SourceReport, run
+from agentshark.pipeline.jobs import default_jobs
 from agentshark.trace.collect import Analysis
+from agentshark.trace.heap import KeptHeap
 from agentshark.trace.openapi import load_openapi
 
 if TYPE_CHECKING:
@@ -115,6 +117,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"agentshark: {exc}", file=sys.stderr)
         return 2
+    except JobError as exc:
+        print(f"agentshark: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         where = args.output or "the output"
         print(f"\nagentshark: interrupted {census.so_far()}; {where} is cut short", file=sys.stderr)
@@ -123,8 +128,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def analysis_for(args: argparse.Namespace) -> Analysis:
     """The trace stage, with the ``--openapi`` documents (a file that is not one is a usage
-    error)."""
-    analysis = Analysis()
+    error). It reads its input once: the calls it keeps are frozen out of the garbage
+    collector's way until it finishes (:mod:`agentshark.trace.heap`)."""
+    analysis = Analysis(heap=KeptHeap())
     for path in getattr(args, "openapi", []):
         try:
             why = analysis.openapi.add(load_openapi(path), path)
@@ -205,7 +211,7 @@ def _check_output(output: str) -> None:
 
 
 def _show(args: argparse.Namespace, census: Census) -> int:
-    options = Options(max_body=args.max_body, keylogs=args.keylog, calls=True)
+    options = Options(max_body=args.max_body, keylogs=args.keylog, calls=True, jobs=_jobs(args))
     failed = 0
     wanted = args.call
     if args.span is not None:
@@ -286,7 +292,13 @@ def _report(args: argparse.Namespace, census: Census, *, calls: bool) -> int:
     progress = None
     if not args.no_progress and sys.stderr.isatty() and total >= PROGRESS_MIN_BYTES:
         progress = _progress(args.color)
-    options = Options(max_body=args.max_body, progress=progress, keylogs=args.keylog, calls=calls)
+    options = Options(
+        max_body=args.max_body,
+        progress=progress,
+        keylogs=args.keylog,
+        calls=calls,
+        jobs=_jobs(args),
+    )
     wanted = tuple(getattr(args, "api", ()))
     failed = 0
     out_file = Path(args.output).open("wb") if args.output else None  # noqa: SIM115
@@ -354,6 +366,18 @@ def _report(args: argparse.Namespace, census: Census, *, calls: bool) -> int:
         if out_file is not None:
             out_file.close()
     return 1 if failed else 0
+
+
+JOBS_MIN_BYTES = 16 << 20  # smaller inputs are read faster than worker processes start
+
+
+def _jobs(args: argparse.Namespace) -> int:
+    """``--jobs``, else the cores this process may use for inputs of 16 MiB or more."""
+    jobs: int | None = getattr(args, "jobs", None)
+    if jobs is not None:
+        return jobs
+    size = sum(Path(f).stat().st_size for f in args.files if f != "-" and Path(f).is_file())
+    return default_jobs() if size >= JOBS_MIN_BYTES else 1
 
 
 def _screen(args: argparse.Namespace, out: TextIO, redact: Redactor) -> Screen | None:

@@ -42,6 +42,16 @@ def _size_arg(text: str) -> int:
     return size
 
 
+def _jobs_arg(text: str) -> int:
+    try:
+        jobs = int(text)
+    except ValueError:
+        jobs = 0
+    if jobs < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of processes (1 or more)")
+    return jobs
+
+
 _INPUTS = (
     "pcap/pcapng captures, HAR 1.2 files, vcrpy cassettes or MCP stdio transcripts "
     "(format detected from the content); '-' reads standard input"
@@ -96,6 +106,16 @@ def _add_input_options(cmd: argparse.ArgumentParser) -> None:
         "--output",
         metavar="FILE",
         help="write the report to FILE (its directory must exist) instead of standard output",
+    )
+    cmd.add_argument(
+        "-j",
+        "--jobs",
+        type=_jobs_arg,
+        default=None,
+        metavar="N",
+        help="processes that share each pcap/pcapng capture by connection (default: the "
+        "cores available, for inputs of 16 MiB or more; 1: one process); the report is the "
+        "same for any N",
     )
     cmd.add_argument(
         "--no-progress",

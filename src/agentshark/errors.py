@@ -5,7 +5,8 @@ agentshark raises exceptions only at its boundary, when it cannot start at all::
     AgentsharkError
     ├── InputError            a file cannot be opened or its format is not one we read
     │   └── UnsupportedFormatError  the format is recognized but not supported (yet)
-    └── UsageError            the command line or API was called with incompatible options
+    ├── UsageError            the command line or API was called with incompatible options
+    └── JobError              a worker process of a shared run (--jobs) failed
 
 Everything that goes wrong *inside* a readable input is a :class:`Diagnostic`: a value
 attached to the source, connection or exchange it concerns, saying what was wrong, where,
@@ -34,6 +35,10 @@ class UnsupportedFormatError(InputError):
 
 class UsageError(AgentsharkError):
     """Options that cannot be honoured together."""
+
+
+class JobError(AgentsharkError):
+    """A worker process of a shared run (``--jobs``) failed or stopped: the run cannot go on."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -28,6 +28,7 @@ from agentshark.output.jsonreport import JsonReportWriter
 from agentshark.output.report import RenderOptions
 from agentshark.pipeline import Options, run
 from agentshark.trace.collect import Analysis
+from agentshark.trace.heap import KeptHeap
 
 __all__ = ["analyze"]
 
@@ -61,7 +62,7 @@ def analyze(
     render = RenderOptions(redact=redact, events=events, max_body=max_body, proto=schemas)
     options = Options(max_body=max_body, keylogs=[str(k) for k in keylogs], calls=True)
     census = Census(len(files))
-    analysis = Analysis()
+    analysis = Analysis(heap=KeptHeap())
     with tempfile.SpooledTemporaryFile(max_size=64 << 20) as spool:
         writer = JsonReportWriter(spool, render, calls=True)  # type: ignore[arg-type]
         for item in analysis.watch(census.watch(run(files, options))):

@@ -37,7 +37,7 @@ from agentshark.net.fragments import (
 from agentshark.net.segment import TcpSegment, UdpDatagram
 from agentshark.sources.records import Packet
 
-__all__ = ["MAX_DIAGNOSTICS", "PacketDecoder", "UdpDatagram"]
+__all__ = ["MAX_DIAGNOSTICS", "PacketDecoder", "UdpDatagram", "network_layer"]
 
 MAX_DIAGNOSTICS = 20  # detailed diagnostics per code; the rest are counted
 
@@ -541,3 +541,11 @@ _LINKS: dict[int, Callable[[bytes], tuple[int, int] | None]] = {
     228: _raw_ipv4,  # LINKTYPE_IPV4
     229: _raw_ipv6,  # LINKTYPE_IPV6
 }
+
+
+def network_layer(linktype: int, data: bytes) -> tuple[int, int] | None:
+    """The ethertype and offset of the network header of a frame of ``linktype`` (the
+    decoder's own link layers): ``None`` for a link type it does not decode or a frame cut
+    short; ethertype -1 for a protocol it has no number for."""
+    link = _LINKS.get(linktype)
+    return None if link is None else link(data)

@@ -183,6 +183,7 @@ class TcpReassembler(DirectionRules):
         self.max_buffered = max_buffered
         self.max_connections = max(1, max_connections)
         self.id_prefix = id_prefix
+        self.id_suffix = ""  # after the number (a shared run's workers mark their ids)
         self.diagnostics: list[Diagnostic] = []
         self.stats: dict[str, int] = dict.fromkeys(STAT_KEYS, 0)
         self._halves: dict[Key, Half] = {}
@@ -399,7 +400,7 @@ class TcpReassembler(DirectionRules):
         a = (_address(src), sport)
         b = (_address(dst), dport)
         conn = Connection(
-            id=f"{self.id_prefix}{no}",
+            id=f"{self.id_prefix}{no}{self.id_suffix}",
             client=a if sender_is_client else b,
             server=b if sender_is_client else a,
             serial=serial,

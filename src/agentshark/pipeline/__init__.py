@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar, overload
+from typing import BinaryIO, Protocol, TypeVar, overload
 
 from agentshark.apis.mcp.sessions import McpSessions
 from agentshark.apis.model import Call
@@ -34,6 +34,7 @@ from agentshark.net.events import (
     TcpEvent,
 )
 from agentshark.net.packet import PacketDecoder
+from agentshark.net.segment import TcpSegment
 from agentshark.net.tcp import TcpReassembler
 from agentshark.pipeline.connection import ConnectionAnalyzer
 from agentshark.pipeline.quic import QuicSessions
@@ -70,6 +71,9 @@ class Options:
     # with calls: a WebSocket session's calls come as each is final, while the session is
     # open (before its exchange); otherwise right after its exchange, as the other calls
     early_calls: bool = False
+    # worker processes that share each capture file by connection (pipeline.jobs); the
+    # report is the same for any number
+    jobs: int = 1
 
 
 Item = Exchange | Call | ConnectionReport | SourceReport
@@ -86,6 +90,11 @@ def run(paths: Sequence[str], options: Options | None = None) -> Iterator[Item]:
     with an error diagnostic; the other files are still analyzed.
     """
     opts = options or Options()
+    if opts.jobs > 1:
+        from agentshark.pipeline import jobs  # it imports this module
+
+        if jobs.can_share(paths):
+            return jobs.run(paths, opts)
     items = _run(paths, opts)
     return _with_calls(items, opts) if opts.calls else _items(items)
 
@@ -97,7 +106,9 @@ def _items(flow: Iterator[_T | WsProgress]) -> Iterator[_T]:
             yield item  # type: ignore[misc]  # narrowed: not a WsProgress
 
 
-def _with_calls(items: Iterator[_T | WsProgress], opts: Options) -> Iterator[_T | Call]:
+def _with_calls(
+    items: Iterator[_T | WsProgress], opts: Options, shard: Shard | None = None
+) -> Iterator[_T | Call]:
     """Each exchange, followed by the API call it carries when a family recognizes one.
 
     A WebSocket session's calls are read from its progress (:class:`WsProgress`) as the
@@ -106,13 +117,19 @@ def _with_calls(items: Iterator[_T | WsProgress], opts: Options) -> Iterator[_T 
     exchange and come right after it. Either way they are made at the same point of the
     stream, so their ids are the same. MCP calls that need a later exchange of their
     session (see :mod:`agentshark.apis.mcp.sessions`) come when it does, or after the last
-    input. Other items (and :data:`PAUSE`) pass through."""
+    input. Other items (and :data:`PAUSE`) pass through.
+
+    In a worker of a shared run (``shard``), ids come from the shard and MCP calls pass
+    through: their sessions may span connections, so the parent process holds them."""
     counter = itertools.count(1)
     sessions = McpSessions()
     open_sessions: dict[str, tuple[SessionCalls, list[Call]]] = {}  # by exchange id
 
     def next_id() -> str:
         return f"call{next(counter)}"
+
+    if shard is not None:
+        next_id = shard.call_id
 
     for item in items:
         if type(item) is WsProgress:
@@ -135,31 +152,41 @@ def _with_calls(items: Iterator[_T | WsProgress], opts: Options) -> Iterator[_T 
             yield from held
             yield from ws.close()
         elif isinstance(item, Exchange) and item.operation is None:  # HTTP: an API family's?
-            call = recognize(item, f"call{next(counter)}", max_body=opts.max_body)
+            call = recognize(item, next_id(), max_body=opts.max_body)
             if call is not None:
-                if call.api == "mcp":
+                if call.api == "mcp" and shard is None:
                     yield from sessions.feed(call)
                 else:
                     yield call
     yield from sessions.close()
 
 
-def _run(paths: Sequence[str], opts: Options) -> Iterator[_Flow]:
+def _run(paths: Sequence[str], opts: Options, shard: Shard | None = None) -> Iterator[_Flow]:
+    """The items of every input; with ``shard``, one worker's share of them (the first
+    worker reads every other input whole, the others only their share of the captures)."""
     counter = itertools.count(1)
 
     def next_id() -> str:
         return f"e{next(counter)}"
 
+    if shard is not None:
+        next_id = shard.exchange_id
+    primary = shard is None or shard.primary
     keylog = KeyLog()
     for index, path in enumerate(opts.keylogs):
         report = SourceReport(index=len(paths) + index, path=path, format="keylog")
         report.diagnostics.extend(load_keylog(path, keylog))
         report.key_secrets = len(keylog)
-        yield report
+        if primary:
+            yield report
 
     stdio = StdioSessions(next_id, "" if len(paths) == 1 else "s.")
     for index, path in enumerate(paths):
         report = SourceReport(index=index, path=path, format="unknown")
+        if shard is not None:
+            shard.begin(index)
+            if not shard.primary and not shard.is_capture(index):
+                continue
         try:
             stream, total = _open(path)
         except OSError as exc:
@@ -171,11 +198,14 @@ def _run(paths: Sequence[str], opts: Options) -> Iterator[_Flow]:
                     message=f"cannot read {path}: {exc.strerror or exc}",
                 )
             )
-            yield report
+            if shard is not None and shard.is_capture(index):
+                shard.done(report)
+            else:
+                yield report
             continue
         try:
             prefix = "c" if len(paths) == 1 else f"s{index}.c"
-            yield from _analyze(stream, total, report, opts, next_id, prefix, keylog, stdio)
+            yield from _analyze(stream, total, report, opts, next_id, prefix, keylog, stdio, shard)
         except InputError as exc:
             report.diagnostics.append(
                 Diagnostic(
@@ -185,8 +215,12 @@ def _run(paths: Sequence[str], opts: Options) -> Iterator[_Flow]:
         finally:
             if path != "-":
                 stream.close()
-        if not stdio.holding(report):
+        if shard is not None and shard.is_capture(index):
+            shard.done(report)  # the parent merges the workers' reports
+        elif not stdio.holding(report):
             yield report
+    if shard is not None:
+        shard.begin(len(paths))
     yield from stdio.flush()
 
 
@@ -213,6 +247,7 @@ def _analyze(
     prefix: str,
     keylog: KeyLog,
     stdio: StdioSessions,
+    shard: Shard | None = None,
 ) -> Iterator[_Flow]:
     head = stream.peek(64)[:64]
     fmt = sniff_format(head)
@@ -221,9 +256,10 @@ def _analyze(
         yield from stdio.flush()  # a held stdio file has no partner
         report.format = fmt
         name = report.path
-        records = read_pcap(stream, name) if fmt == "pcap" else read_pcapng(stream, name)
-        yield from _packets(records, total, report, opts, next_id, prefix, keylog)
-        report.bytes = stream.tell() if report.path != "-" else 0
+        source: BinaryIO = stream if shard is None else shard.mapped(stream)
+        records = read_pcap(source, name) if fmt == "pcap" else read_pcapng(source, name)
+        yield from _packets(records, total, report, opts, next_id, prefix, keylog, shard)
+        report.bytes = source.tell() if report.path != "-" else 0
         return
     if fmt == "mitm":
         yield from stdio.flush()
@@ -305,6 +341,29 @@ class Pause:
 
 PAUSE = Pause()
 
+
+class Shard(Protocol):
+    """One worker's part of a shared run (implemented by :mod:`agentshark.pipeline.jobs`).
+
+    The stages call it where a shared run differs from a whole one: ids (tokens the parent
+    renumbers in capture order), the packets kept, and the order of the last closes."""
+
+    primary: bool  # the first worker: reads the inputs that are not captures, counts packets
+
+    def exchange_id(self) -> str: ...
+    def call_id(self) -> str: ...
+    def connection_id(self, prefix: str) -> tuple[str, str]: ...
+    def begin(self, index: int) -> None: ...
+    def is_capture(self, index: int) -> bool: ...
+    def mapped(self, stream: io.BufferedReader) -> BinaryIO: ...
+    def records(self, reader: Iterable[SourceItem | Pause]) -> Iterator[SourceItem | Pause]: ...
+    def decoder(self, decoder: PacketDecoder) -> Callable[[Packet], TcpSegment | None]: ...
+    def opened(self, conn: Connection) -> None: ...
+    def closing(self, events: list[TcpEvent]) -> Iterator[list[TcpEvent]]: ...
+    def finished(self, report: SourceReport, tcp: TcpReassembler) -> None: ...
+    def done(self, report: SourceReport) -> None: ...
+
+
 SourceItem = Packet | Interface | Diagnostic | DecryptionSecrets
 
 
@@ -317,6 +376,7 @@ def _packets(
     next_id: Callable[[], str],
     prefix: str,
     keylog: KeyLog,
+    shard: Shard | None = None,
 ) -> Iterator[_Flow]: ...
 @overload
 def _packets(
@@ -327,6 +387,7 @@ def _packets(
     next_id: Callable[[], str],
     prefix: str,
     keylog: KeyLog,
+    shard: Shard | None = None,
 ) -> Iterator[_Flow | Pause]: ...
 def _packets(
     reader: Iterable[SourceItem | Pause],
@@ -336,14 +397,23 @@ def _packets(
     next_id: Callable[[], str],
     prefix: str,
     keylog: KeyLog,
+    shard: Shard | None = None,
 ) -> Iterator[_Flow | Pause]:
     """The items of one capture's packet records (``reader``: a stream reader, or a live
-    feed that may yield :data:`PAUSE`); the report's counters are set at the end."""
+    feed that may yield :data:`PAUSE`); the report's counters are set at the end.
+
+    With ``shard`` (a worker of :mod:`agentshark.pipeline.jobs`), only the packets of the
+    worker's connections are decoded, connections get the shard's ids, and the connections
+    still open at the end are closed one by one (the parent orders them)."""
     name = report.path
     quic = QuicSessions(keylog, report.index, name, prefix[:-1] + "q", next_id)
     quic_ready = quic.ready  # exchanges the QUIC connections finished (HTTP/3)
     decoder = PacketDecoder(source_name=name, udp=quic.datagram)
     tcp = TcpReassembler(source_name=name, max_buffered=opts.max_buffered, id_prefix=prefix)
+    if shard is not None:
+        reader = shard.records(reader)
+        decode = shard.decoder(decoder)
+        tcp.id_prefix, tcp.id_suffix = shard.connection_id(prefix)
     ready: list[_Flow] = []  # what the last record made final, in order
     outbox = ready.append if opts.calls else None  # open WebSocket sessions' progress
     conns = _Analyzers(
@@ -351,7 +421,8 @@ def _packets(
     )
     progress = opts.progress
     packets = 0
-    decode = decoder.decode
+    if shard is None:
+        decode = decoder.decode
     feed = tcp.feed
 
     def dispatch(events: list[TcpEvent], out: list[_Flow]) -> None:
@@ -369,6 +440,8 @@ def _packets(
             elif isinstance(ev, ConnectionOpened):
                 conns.open(ev.connection)
                 report.connections += 1
+                if shard is not None:
+                    shard.opened(ev.connection)
             elif isinstance(ev, ConnectionClosed):
                 out.extend(conns.close(ev.connection.id))
 
@@ -422,7 +495,12 @@ def _packets(
             report.interfaces.append(item)
         elif item is PAUSE:
             yield item
-    dispatch(tcp.close(), ready)
+    if shard is None:
+        dispatch(tcp.close(), ready)
+    else:
+        for events in shard.closing(tcp.close()):
+            dispatch(events, ready)
+            yield from drain(ready)
     ready.extend(quic_ready)
     ready.extend(quic.close())
     report.connections += quic.connections
@@ -433,5 +511,7 @@ def _packets(
     report.not_analyzed = dict(decoder.counts)
     report.stats = dict(tcp.stats)
     report.stats.update(quic.stats)
+    if shard is not None:
+        shard.finished(report, tcp)
     if progress is not None:
         progress(total, total)

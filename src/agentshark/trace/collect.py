@@ -41,6 +41,7 @@ from agentshark.http.content import decode_body
 from agentshark.model import Exchange, header
 from agentshark.pipeline import Item
 from agentshark.trace.build import build_traces, connection_hints
+from agentshark.trace.heap import KeptHeap
 from agentshark.trace.history import HistoryLink, is_model_call, link_history
 from agentshark.trace.incidents import find_incidents
 from agentshark.trace.model import Incident, Trace
@@ -156,11 +157,15 @@ class Analysis:
     _ops: set[str] = field(default_factory=set)  # exchanges that are a wire protocol's operation
     queues: Joiner = field(default_factory=Joiner)  # the queue messages of the operations
     lives: list[Life] = field(default_factory=list)  # their lives, once finished
+    # a run that reads its input once (the commands, not a live view): the kept calls are
+    # frozen out of the garbage collector's walks until finish (trace.heap)
+    heap: KeptHeap | None = None
 
     def watch(self, items: Iterator[Item]) -> Iterator[Item]:
         """Pass ``items`` through, keeping what the traces need. A call comes right after
         its exchange, or before it (a WebSocket session's calls, followed live)."""
         last: Exchange | None = None  # the latest exchange no call has claimed yet
+        heap = self.heap
         for item in items:
             if type(item) is Exchange:
                 self.exchanges += 1
@@ -185,6 +190,8 @@ class Analysis:
                     self._ahead.add(item.exchange_id)
                 yield item  # written whole before it is slimmed
                 self.calls.append(slim(item, self._shared))
+                if heap is not None:
+                    heap.kept(len(self.calls) + len(self.http))
                 continue
             yield item
         self._unclaimed(last)
@@ -218,6 +225,8 @@ class Analysis:
             add_queue_spans(self.lives, self.traces, self.calls)
         name_operations([s for t in self.traces for s in t.spans], self.openapi)
         self.incidents = find_incidents(self.calls, self.traces, self.links)
+        if self.heap is not None:
+            self.heap.release()
 
 
 def grpc_request_json(pieces: list[tuple[float, bytes]], encoding: str | None) -> bytes:
