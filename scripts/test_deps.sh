@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# What the test suite needs besides the project's Python packages: Debian's chromium for the
+# What the test suite needs besides the project's Python packages: Debian's tcpdump and tshark
+# (scripts/tcpdump.sh, needs root) for the live-capture tests and the tshark oracle, chromium for the
 # viewer tests (scripts/chromium.sh, needs root), an Arize Phoenix server for the OTLP
 # tests (scripts/phoenix.sh, its own venv), mitmproxy for the proxy tests (scripts/proxy_venv.sh,
 # its own venv), and Debian's PostgreSQL, MariaDB, Redis and RabbitMQ servers for the live wire-protocol captures
@@ -11,7 +12,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 soft=0
 [ "${1:-}" = "--soft" ] && soft=1
 status=0
-for part in chromium phoenix proxy_venv postgresql mysql redis rabbitmq; do
+for part in tcpdump chromium phoenix proxy_venv postgresql mysql redis rabbitmq; do
     if ! bash "$root/scripts/$part.sh"; then
         echo "test_deps.sh: scripts/$part.sh failed; the tests that need it will skip" >&2
         status=1
