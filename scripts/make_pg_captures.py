@@ -264,8 +264,8 @@ def agent(truth: dict[str, Any]) -> None:
     import psycopg
 
     client = openai.OpenAI(base_url=f"http://127.0.0.1:{MODEL_PORT}/v1", api_key="sk-test")
-    tools = [genlib.function_tool("run_sql", "Run a read-only SQL query on the notes database",
-                                  sql="the query")]  # fmt: skip
+    about = "Run a read-only SQL query on the notes database"
+    tools: list[Any] = [genlib.function_tool("run_sql", about, sql="the query")]
     messages: list[Any] = [{"role": "user", "content": "Which notes have n > 1?"}]
     dsn = f"host=127.0.0.1 port={PORT} user={USER} password={PASSWORD} dbname=postgres"
     with psycopg.connect(dsn, autocommit=True) as conn:

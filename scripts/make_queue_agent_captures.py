@@ -67,9 +67,9 @@ INSERT = "INSERT INTO task_results (task_id, summary) VALUES (%s, %s)"
 PG_DSN = f"host=127.0.0.1 port={PG_PORT} user={pg.USER} password={pg.PASSWORD} dbname=postgres"
 
 
-AGENT_TOOLS = [genlib.function_tool("enqueue_task", "Hand a task to the worker pool",
+AGENT_TOOLS: list[Any] = [genlib.function_tool("enqueue_task", "Hand a task to the worker pool",
                                     task="what to do")]  # fmt: skip
-WORKER_TOOLS = [
+WORKER_TOOLS: list[Any] = [
     genlib.function_tool(
         "save_result", "Store a task's result", task_id="the task's id", summary="the result"
     )

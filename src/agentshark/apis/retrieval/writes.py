@@ -83,7 +83,7 @@ def _vectors(vectors: list[Json]) -> dict[str, Json]:
     sizes = [n for n in (_vector_size(v) for v in vectors) if n is not None]
     out: dict[str, Json] = {"vectors": len(sizes)}
     if sizes:
-        out["dimensions"] = sorted(set(sizes))  # type: ignore[assignment]
+        out["dimensions"] = sorted(set(sizes))
     return out
 
 
@@ -242,7 +242,7 @@ class PineconeWrite:
             if req.get("deleteAll") is True:
                 info["delete_all"] = True
         else:
-            vectors = [v for v in req.get("vectors") or [] if isinstance(v, dict)]  # type: ignore[union-attr]
+            vectors = [v for v in req.get("vectors") or [] if isinstance(v, dict)]
             info.update(_ids([v.get("id") for v in vectors]))
             info.update(_vectors([v.get("values") for v in vectors]))
         body = view.response_json
