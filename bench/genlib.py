@@ -823,6 +823,121 @@ def pcap_packet_count(path: Path) -> int:
     return n
 
 
+# --------------------------------------------------------------------------- model stubs
+
+# What a generator's model stub answers a request body with (``request -> response body``).
+Answer = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+def function_tool(name: str, description: str, **properties: str) -> dict[str, Any]:
+    """A Chat Completions function tool whose parameters are the string ``properties``
+    (name -> description), all required."""
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    k: {"type": "string", "description": v} for k, v in properties.items()
+                },
+                "required": list(properties),
+            },
+        },
+    }
+
+
+def tool_call_message(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """The assistant message of a Chat Completions answer that asks for one tool call."""
+    call = {
+        "id": call_id,
+        "type": "function",
+        "function": {"name": name, "arguments": json.dumps(arguments)},
+    }
+    return {"role": "assistant", "content": None, "tool_calls": [call]}
+
+
+def chat_completion(
+    rid: str,
+    model: str,
+    message: dict[str, Any],
+    *,
+    usage: tuple[int, int] = (30, 8),
+    created: int | None = None,
+) -> dict[str, Any]:
+    """A non-streamed Chat Completions response of one choice: ``message`` (its finish
+    reason ``tool_calls`` when it holds tool calls, else ``stop``), ``usage`` as (prompt,
+    completion) tokens."""
+    finish = "tool_calls" if message.get("tool_calls") else "stop"
+    return {
+        "id": rid,
+        "object": "chat.completion",
+        "created": int(time.time()) if created is None else created,
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {
+            "prompt_tokens": usage[0],
+            "completion_tokens": usage[1],
+            "total_tokens": usage[0] + usage[1],
+        },
+    }
+
+
+class JsonStub:
+    """A model stub in this process: ``http.server`` on 127.0.0.1:``port`` in a thread,
+    answering a ``POST`` to a path of ``routes`` (``/v1/chat/completions``...) with the JSON
+    its function returns for the request's JSON body; 404 elsewhere. A context manager:
+    serving inside the ``with``."""
+
+    def __init__(self, port: int, routes: Mapping[str, Answer]) -> None:
+        import http.server
+
+        table = dict(routes)
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                answer = table.get(self.path)
+                if answer is None:
+                    self.send_error(404)
+                    return
+                request = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                body = json.dumps(answer(request)).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's
+                pass
+
+        self.port = port
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
+
+    def __enter__(self) -> JsonStub:
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def run_record(
+    counters: dict[str, int], pcap: Path, software: Mapping[str, str], **extra: Any
+) -> dict[str, Any]:
+    """A capture's ``run.json``: tcpdump's counters, whether it wrote every packet, the
+    packets in ``pcap``, the ``software`` versions, then ``extra`` (ports...)."""
+    return {
+        "tcpdump": counters,
+        "capture_complete": capture_complete(counters),
+        "packets": pcap_packet_count(pcap),
+        **extra,
+        "software": dict(software),
+    }
+
+
 # --------------------------------------------------------------------------- case runner
 
 

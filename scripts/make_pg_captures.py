@@ -33,7 +33,7 @@ of an error; plus the notifications it received and the password (which the repo
 never show). Nothing in it is read back from the pcap.
 
 ``pg_agent`` is an agent run: the official ``openai`` SDK sends a Chat Completions request
-with a ``run_sql`` tool to a model stub on 127.0.0.1 (a ``http.server`` that asks for
+with a ``run_sql`` tool to a model stub on 127.0.0.1 (``genlib.JsonStub``, which asks for
 ``run_sql`` with a SQL string when the conversation holds no tool result, and answers with
 text when it does); the agent executes the SQL with psycopg, sends the rows back as the tool
 result and gets the final answer. ``truth.json`` holds the tool call id, its arguments, the
@@ -43,7 +43,6 @@ statement executed and its rows, as the agent saw them.
 from __future__ import annotations
 
 import argparse
-import http.server
 import json
 import os
 import re
@@ -248,42 +247,15 @@ SQL = "SELECT id, body FROM notes WHERE n > 1 ORDER BY id"
 MODEL_PORT = 54330
 
 
-class ModelStub(http.server.BaseHTTPRequestHandler):
-    """``POST /v1/chat/completions``: a ``run_sql`` tool call, or the final text once the
-    conversation holds a tool result."""
-
-    def do_POST(self) -> None:
-        request = json.loads(self.rfile.read(int(self.headers["content-length"])))
-        answered = any(m.get("role") == "tool" for m in request["messages"])
-        if answered:
-            message: dict[str, Any] = {"role": "assistant", "content": "Two notes match."}
-            finish = "stop"
-        else:
-            call = {
-                "id": "call_sql_1",
-                "type": "function",
-                "function": {"name": "run_sql", "arguments": json.dumps({"sql": SQL})},
-            }
-            message = {"role": "assistant", "content": None, "tool_calls": [call]}
-            finish = "tool_calls"
-        body = json.dumps(
-            {
-                "id": f"chatcmpl-{len(request['messages'])}",
-                "object": "chat.completion",
-                "created": int(time.time()),
-                "model": request["model"],
-                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                "usage": {"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25},
-            }
-        ).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
-        pass
+def answer_chat(request: dict[str, Any]) -> dict[str, Any]:
+    """The model stub's ``/v1/chat/completions``: a ``run_sql`` tool call, or the final text
+    once the conversation holds a tool result."""
+    if any(m.get("role") == "tool" for m in request["messages"]):
+        message: dict[str, Any] = {"role": "assistant", "content": "Two notes match."}
+    else:
+        message = genlib.tool_call_message("call_sql_1", "run_sql", {"sql": SQL})
+    rid = f"chatcmpl-{len(request['messages'])}"
+    return genlib.chat_completion(rid, request["model"], message, usage=(20, 5))
 
 
 def agent(truth: dict[str, Any]) -> None:
@@ -292,20 +264,8 @@ def agent(truth: dict[str, Any]) -> None:
     import psycopg
 
     client = openai.OpenAI(base_url=f"http://127.0.0.1:{MODEL_PORT}/v1", api_key="sk-test")
-    tools: list[Any] = [
-        {
-            "type": "function",
-            "function": {
-                "name": "run_sql",
-                "description": "Run a read-only SQL query on the notes database",
-                "parameters": {
-                    "type": "object",
-                    "properties": {"sql": {"type": "string"}},
-                    "required": ["sql"],
-                },
-            },
-        }
-    ]
+    about = "Run a read-only SQL query on the notes database"
+    tools: list[Any] = [genlib.function_tool("run_sql", about, sql="the query")]
     messages: list[Any] = [{"role": "user", "content": "Which notes have n > 1?"}]
     dsn = f"host=127.0.0.1 port={PORT} user={USER} password={PASSWORD} dbname=postgres"
     with psycopg.connect(dsn, autocommit=True) as conn:
@@ -342,9 +302,8 @@ def capture_agent(tcpdump: str, folder: Path) -> None:
         "server": f"127.0.0.1:{PORT}",
         "password": PASSWORD,
     }
-    stub = http.server.ThreadingHTTPServer(("127.0.0.1", MODEL_PORT), ModelStub)
-    threading.Thread(target=stub.serve_forever, daemon=True).start()
-    with tempfile.TemporaryDirectory(prefix="agentshark-pg-") as tmp:
+    stub = genlib.JsonStub(MODEL_PORT, {"/v1/chat/completions": answer_chat})
+    with tempfile.TemporaryDirectory(prefix="agentshark-pg-") as tmp, stub:
         server = start_cluster(Path(tmp))
         capture = genlib.Tcpdump(tcpdump, pcap, PORT, buffer_kib=65536)
         capture.argv[-1] = f"tcp port {PORT} or tcp port {MODEL_PORT}"
@@ -354,16 +313,8 @@ def capture_agent(tcpdump: str, folder: Path) -> None:
             counters = capture.stop()
         finally:
             genlib.stop_process(server)
-            stub.shutdown()
-    run = {
-        "tcpdump": counters,
-        "capture_complete": genlib.capture_complete(counters),
-        "packets": genlib.pcap_packet_count(pcap),
-        "software": {
-            **genlib.package_versions("psycopg", "openai"),
-            "postgresql": server_version(),
-        },
-    }
+    software = {**genlib.package_versions("psycopg", "openai"), "postgresql": server_version()}
+    run = genlib.run_record(counters, pcap, software)
     genlib.write_json(folder / "truth.json", truth)
     genlib.write_json(folder / "run.json", run)
     genlib.log(f"pg_agent: {run['packets']} packets, {counters}")
@@ -429,12 +380,8 @@ def capture_statements(
         "statements": record,
         "notifications": notes,
     }
-    run = {
-        "tcpdump": counters,
-        "capture_complete": genlib.capture_complete(counters),
-        "packets": genlib.pcap_packet_count(pcap),
-        "software": {**genlib.package_versions("psycopg"), "postgresql": server_version()},
-    }
+    software = {**genlib.package_versions("psycopg"), "postgresql": server_version()}
+    run = genlib.run_record(counters, pcap, software)
     genlib.write_json(folder / "truth.json", truth)
     genlib.write_json(folder / "run.json", run)
     if tls:

@@ -6,7 +6,7 @@
 
 The run (real software, every program on 127.0.0.1):
 
-1. the agent (this process) asks a model stub (a ``http.server`` speaking Chat Completions)
+1. the agent (this process) asks a model stub (``genlib.JsonStub`` speaking Chat Completions)
    through the official ``openai`` SDK; the stub asks for the tool call ``enqueue_task``
    with a task text;
 2. the agent enqueues the task on the broker with the broker's official client and sends
@@ -41,7 +41,6 @@ tcpdump counters and the software versions.
 from __future__ import annotations
 
 import argparse
-import http.server
 import json
 import os
 import secrets
@@ -49,7 +48,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -69,74 +67,33 @@ INSERT = "INSERT INTO task_results (task_id, summary) VALUES (%s, %s)"
 PG_DSN = f"host=127.0.0.1 port={PG_PORT} user={pg.USER} password={pg.PASSWORD} dbname=postgres"
 
 
-def tool(name: str, description: str, **props: str) -> dict[str, Any]:
-    return {
-        "type": "function",
-        "function": {
-            "name": name,
-            "description": description,
-            "parameters": {
-                "type": "object",
-                "properties": {k: {"type": "string", "description": v} for k, v in props.items()},
-                "required": list(props),
-            },
-        },
-    }
-
-
-AGENT_TOOLS: list[Any] = [tool("enqueue_task", "Hand a task to the worker pool", task="what to do")]
+AGENT_TOOLS: list[Any] = [genlib.function_tool("enqueue_task", "Hand a task to the worker pool",
+                                    task="what to do")]  # fmt: skip
 WORKER_TOOLS: list[Any] = [
-    tool("save_result", "Store a task's result", task_id="the task's id", summary="the result")
+    genlib.function_tool(
+        "save_result", "Store a task's result", task_id="the task's id", summary="the result"
+    )
 ]
 
 
-class ModelStub(http.server.BaseHTTPRequestHandler):
-    """``POST /v1/chat/completions``: with ``enqueue_task`` offered, that tool call (then
-    text once a tool result is in); with ``save_result`` offered, that tool call with the
-    task id read from the prompt (then text)."""
-
-    def do_POST(self) -> None:
-        request = json.loads(self.rfile.read(int(self.headers["content-length"])))
-        names = [t["function"]["name"] for t in request.get("tools") or []]
-        answered = any(m.get("role") == "tool" for m in request["messages"])
-        if answered:
-            text = "Queued." if "enqueue_task" in names else "Saved the summary."
-            message: dict[str, Any] = {"role": "assistant", "content": text}
-            finish = "stop"
-        else:
-            if "enqueue_task" in names:
-                name, arguments = "enqueue_task", {"task": TASK}
-                call_id = "call_enqueue_1"
-            else:
-                prompt = request["messages"][-1]["content"]
-                task_id = prompt.split("task id ", 1)[1].split(":", 1)[0]
-                name, arguments = "save_result", {"task_id": task_id, "summary": SUMMARY}
-                call_id = "call_save_1"
-            call = {
-                "id": call_id,
-                "type": "function",
-                "function": {"name": name, "arguments": json.dumps(arguments)},
-            }
-            message = {"role": "assistant", "content": None, "tool_calls": [call]}
-            finish = "tool_calls"
-        body = json.dumps(
-            {
-                "id": f"chatcmpl-{names[0] if names else 'x'}-{len(request['messages'])}",
-                "object": "chat.completion",
-                "created": int(time.time()),
-                "model": request["model"],
-                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                "usage": {"prompt_tokens": 30, "completion_tokens": 8, "total_tokens": 38},
-            }
-        ).encode()
-        self.send_response(200)
-        self.send_header("content-type", "application/json")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
-        pass
+def answer_chat(request: dict[str, Any]) -> dict[str, Any]:
+    """The model stub's ``/v1/chat/completions``: with ``enqueue_task`` offered, that tool
+    call (then text once a tool result is in); with ``save_result`` offered, that tool call
+    with the task id read from the prompt (then text)."""
+    names = [t["function"]["name"] for t in request.get("tools") or []]
+    answered = any(m.get("role") == "tool" for m in request["messages"])
+    if answered:
+        text = "Queued." if "enqueue_task" in names else "Saved the summary."
+        message: dict[str, Any] = {"role": "assistant", "content": text}
+    elif "enqueue_task" in names:
+        message = genlib.tool_call_message("call_enqueue_1", "enqueue_task", {"task": TASK})
+    else:
+        prompt = request["messages"][-1]["content"]
+        task_id = prompt.split("task id ", 1)[1].split(":", 1)[0]
+        arguments = {"task_id": task_id, "summary": SUMMARY}
+        message = genlib.tool_call_message("call_save_1", "save_result", arguments)
+    rid = f"chatcmpl-{names[0] if names else 'x'}-{len(request['messages'])}"
+    return genlib.chat_completion(rid, request["model"], message)
 
 
 # -- brokers --------------------------------------------------------------------------------
@@ -298,10 +255,9 @@ def capture(broker_name: str, tcpdump: str, folder: Path, *, context: bool) -> N
     truth: dict[str, Any] = {"made_by": "scripts/make_queue_agent_captures.py",
                              "broker": broker_name}  # fmt: skip
     trace_id = secrets.token_hex(16) if context else None
-    stub = http.server.ThreadingHTTPServer(("127.0.0.1", MODEL_PORT), ModelStub)
-    threading.Thread(target=stub.serve_forever, daemon=True).start()
+    stub = genlib.JsonStub(MODEL_PORT, {"/v1/chat/completions": answer_chat})
     pg.PORT = PG_PORT
-    with tempfile.TemporaryDirectory(prefix="agentshark-queue-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="agentshark-queue-") as tmp, stub:
         database = pg.start_cluster(Path(tmp))
         try:
             broker.start(Path(tmp))
@@ -327,18 +283,13 @@ def capture(broker_name: str, tcpdump: str, folder: Path, *, context: bool) -> N
         finally:
             broker.stop()
             genlib.stop_process(database)
-            stub.shutdown()
-    run = {
-        "tcpdump": counters,
-        "capture_complete": genlib.capture_complete(counters),
-        "packets": genlib.pcap_packet_count(pcap),
-        "ports": {"broker": broker.port, "postgresql": PG_PORT, "model": MODEL_PORT},
-        "software": {
-            **genlib.package_versions("openai", "psycopg"),
-            **broker.software(),
-            "postgresql": pg.server_version(),
-        },
+    software = {
+        **genlib.package_versions("openai", "psycopg"),
+        **broker.software(),
+        "postgresql": pg.server_version(),
     }
+    named = {"broker": broker.port, "postgresql": PG_PORT, "model": MODEL_PORT}
+    run = genlib.run_record(counters, pcap, software, ports=named)
     genlib.write_json(folder / "truth.json", truth)
     genlib.write_json(folder / "run.json", run)
     genlib.log(f"{folder.name}: {run['packets']} packets, {counters}")

@@ -241,3 +241,17 @@ def test_stream_redacts_every_line_and_no_redaction_is_identity() -> None:
     assert NO_REDACTION.stream(sink) is sink
     value = {"api_key": "x" * 30}
     assert NO_REDACTION.json(value) is value and NO_REDACTION.text(SHAPES["sk-"]) == SHAPES["sk-"]
+
+
+def test_a_key_prefix_inside_a_word_of_a_long_text_is_no_trigger() -> None:
+    """Queue payloads are long and full of ids such as ``task-0001``: ``sk-`` inside a word
+    starts no key shape (they match after a word boundary), so such a text skips the slow
+    scan; a key at a word's start in the same text is still redacted."""
+    from agentshark.output.redact import _maybe_secret
+
+    filler = "lorem ipsum dolor sit amet " * 30
+    assert not _maybe_secret(f'{{"id": "task-0001", "work_item": 3, "text": "{filler}"}}')
+    key = "sk-" + "A1b2C3d4" * 4
+    for text in (f"{filler} {key}", f"{filler}-{key}", f"{key} {filler}"):
+        assert _maybe_secret(text)
+        assert key not in REDACTION.json({"text": text})["text"]

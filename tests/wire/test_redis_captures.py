@@ -1,5 +1,6 @@
-"""The Redis capture made by scripts/make_redis_captures.py (redis-py against a real
-redis-server on loopback): every command and reply against the client's own record, the
+"""The Redis captures made by scripts/make_redis_captures.py (redis-py against a real
+redis-server on loopback; ``redis_py_tls`` the same session over TLS, decrypted with the key
+log Python's ssl module wrote): every command and reply against the client's own record, the
 counts against tshark's RESP dissector, the password nowhere in the report."""
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from agentshark.wire.events import Operation
 from tests.helpers import ROOT
 
 FOLDER = ROOT / "tests" / "data" / "captures" / "redis_py"
+TLS = ROOT / "tests" / "data" / "captures" / "redis_py_tls"
 
 
 def truth(folder: Path) -> dict[str, Any]:
@@ -32,7 +34,9 @@ def truth(folder: Path) -> dict[str, Any]:
 
 @functools.cache
 def items(folder: Path) -> list[object]:
-    return list(agentshark.pipeline.run([str(folder / "capture.pcap")]))
+    keylog = folder / "keys.log"
+    options = agentshark.pipeline.Options(keylogs=[str(keylog)] if keylog.exists() else [])
+    return list(agentshark.pipeline.run([str(folder / "capture.pcap")], options))
 
 
 def by_port(folder: Path) -> dict[str, list[Operation]]:
@@ -76,8 +80,24 @@ def check(folder: Path) -> None:
     assert [(p.statement, p.parameters[-1]) for p in pushes] == [("news", "agent 7 finished")]
 
 
-def test_every_command_as_the_client_sent_it() -> None:
-    check(FOLDER)
+@pytest.mark.parametrize("folder", [FOLDER, TLS], ids=["cleartext", "tls"])
+def test_every_command_as_the_client_sent_it(folder: Path) -> None:
+    check(folder)
+
+
+def test_over_tls_every_connection_decrypted() -> None:
+    reports = [r for r in items(TLS) if isinstance(r, ConnectionReport)]
+    assert len(reports) == len(truth(TLS)["connections"]) == 3
+    for report in reports:
+        assert report.protocol == "redis" and report.tls is not None
+        assert (report.tls["version"], report.tls["decrypted"]) == ("TLS 1.3", True)
+        assert report.diagnostics == []
+    exchanges = [i for i in items(TLS) if type(i) is Exchange]
+    assert exchanges and all(e.tls is not None and e.operation is not None for e in exchanges)
+    assert {e.transport for e in exchanges} == {"redis"}
+    # the same commands as the cleartext session, in the same order
+    plain = [o.command for ops in by_port(FOLDER).values() for o in ops]
+    assert [o.command for ops in by_port(TLS).values() for o in ops] == plain
 
 
 def test_queue_roles_and_values() -> None:
@@ -97,9 +117,10 @@ def test_queue_roles_and_values() -> None:
     assert hgetall.values == [[[["name", "agent"], ["runs", "3"]]]]  # a RESP3 map
 
 
-def test_the_password_is_nowhere_in_the_report() -> None:
-    password = truth(FOLDER)["password"]
-    for item in items(FOLDER):
+@pytest.mark.parametrize("folder", [FOLDER, TLS], ids=["cleartext", "tls"])
+def test_the_password_is_nowhere_in_the_report(folder: Path) -> None:
+    password = truth(folder)["password"]
+    for item in items(folder):
         if type(item) is Exchange:
             assert password not in json.dumps(exchange_json(item, RenderOptions(events=True)))
 
@@ -125,6 +146,23 @@ def test_counts_agree_with_tshark() -> None:
     assert sum(o.error is not None for o in ops) == errors
 
 
+def test_tls_connections_agree_with_tshark() -> None:
+    """tshark 4.0's RESP dissector is registered on TCP ports only (no ``tls.port`` entry to
+    decode as): over TLS, only the connections with a ClientHello are compared."""
+    if shutil.which("tshark") is None:
+        pytest.skip("tshark is not installed (apt-get install tshark)")
+    port = truth(TLS)["server"].rsplit(":", 1)[1]
+    pcap, keylog = TLS / "capture.pcap", TLS / "keys.log"
+    out = subprocess.run(
+        ["tshark", "-r", str(pcap), "-o", f"tls.keylog_file:{keylog}",
+         "-d", f"tcp.port=={port},tls", "-Y", "tls.handshake.type == 1",
+         "-T", "fields", "-e", "tcp.stream"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    reports = [r for r in items(TLS) if isinstance(r, ConnectionReport)]
+    assert len(set(out.split())) == len(reports) == 3
+
+
 def test_fresh_capture_of_a_real_server(tmp_path: Path) -> None:
     """scripts/make_redis_captures.py run now against the server scripts/redis.sh installs."""
     if os.geteuid() != 0:
@@ -134,7 +172,8 @@ def test_fresh_capture_of_a_real_server(tmp_path: Path) -> None:
     script = ROOT / "scripts" / "make_redis_captures.py"
     subprocess.run([sys.executable, str(script), "--out", str(tmp_path)], check=True,
                    capture_output=True, timeout=120)  # fmt: skip
-    run = json.loads((tmp_path / "redis_py" / "run.json").read_text())
-    if not run["capture_complete"]:
-        pytest.skip(f"tcpdump dropped packets: {run['tcpdump']}")
-    check(tmp_path / "redis_py")
+    for name in ("redis_py", "redis_py_tls"):  # the cleartext session, then over TLS
+        run = json.loads((tmp_path / name / "run.json").read_text())
+        if not run["capture_complete"]:
+            pytest.skip(f"tcpdump dropped packets: {run['tcpdump']}")
+        check(tmp_path / name)

@@ -2,7 +2,9 @@
 
 A retrieval call is one made to a service by its role (:mod:`agentshark.apis.retrieval`): a
 vector store (``retrieval``), a reranker (``rerank``), a web search API (``retrieval``) or a
-memory service (``memory.read``, ``memory.write``, ``memory.delete``). It is a tool's
+memory service (``memory.read``, ``memory.write``, ``memory.delete``); a vector store's
+writes are ``retrieval.write`` and ``retrieval.delete`` (:mod:`agentshark.apis.retrieval.writes`,
+no documents back). It is a tool's
 execution, not a model call, and keeps:
 
 - ``extras["retrieval"]``: ``role`` (``vector_store``, ``reranker``, ``web_search``,
@@ -33,7 +35,15 @@ from agentshark.apis.view import ExchangeView
 MAX_CONTENT = 2048  # characters of a document's text kept on the call
 HEAD = 8  # vector components kept to match an embedding with the query that used it
 RETRIEVAL_OPERATIONS = frozenset(
-    {"retrieval", "rerank", "memory.read", "memory.write", "memory.delete"}
+    {
+        "retrieval",
+        "retrieval.write",
+        "retrieval.delete",
+        "rerank",
+        "memory.read",
+        "memory.write",
+        "memory.delete",
+    }
 )
 
 
@@ -116,10 +126,12 @@ def record(
     operation: str,
     info: dict[str, Json],
     results: list[list[GenericPart]] | None,
+    answered: bool = False,
 ) -> None:
     """Sets the retrieval call: ``info`` (the request side) in ``extras["retrieval"]``, one
     output message per result list. The call is complete when the service answered: with
-    results, or with an error (``call.error``, set before); ``results`` None and no error
+    results, or with an error (``call.error``, set before), or (``answered``: a write, which
+    returns no documents) with a whole response; ``results`` None and no error
     is a response of another shape or none (the registry still says whether the exchange
     was whole)."""
     call.operation = operation
@@ -130,7 +142,7 @@ def record(
         kept["documents"] = sum(len(r) for r in results)
         call.output_messages = [Message(role=role, parts=list(r)) for r in results]
     call.extras["retrieval"] = kept
-    call.complete = results is not None or call.error is not None
+    call.complete = results is not None or call.error is not None or answered
 
 
 def http_error(view: ExchangeView, body: Json) -> CallError | None:

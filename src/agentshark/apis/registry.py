@@ -51,7 +51,7 @@ from agentshark.apis.ollama import chat as ollama
 from agentshark.apis.openai import chat as openai_chat
 from agentshark.apis.openai import realtime
 from agentshark.apis.openai import responses as openai_responses
-from agentshark.apis.retrieval import memory, rerank, search, vectors, weaviate, web
+from agentshark.apis.retrieval import memory, rerank, search, vectors, weaviate, web, writes
 from agentshark.apis.view import ExchangeView
 from agentshark.apis.xai import chat as xai_chat
 from agentshark.errors import Diagnostic
@@ -88,6 +88,7 @@ FAMILIES: tuple[ApiFamily, ...] = (
     *xai_chat.FAMILIES,
     *graphql.FAMILIES,
     *vectors.FAMILIES,  # retrieval services by role (agentshark.apis.retrieval)
+    *writes.FAMILIES,
     *search.FAMILIES,
     *weaviate.FAMILIES,
     *rerank.FAMILIES,

@@ -319,6 +319,10 @@ _TRIGGERS = (
     *("credential", "cookie", "signature", "bearer", "basic", "digest", "sig="),
 )
 _TRIGGER = re.compile("|".join(map(re.escape, _TRIGGERS)))
+# Triggers only a shape begins (``\b`` before it in _TEXT): in a long string they count at
+# the start of a word only (ids such as ``task-…`` and ``work_…`` are common in payloads).
+_TRIGGERS_WORD_START = ("sk-", "sk_", "rk_")
+_TRIGGERS_ANYWHERE = tuple(t for t in _TRIGGERS if t not in _TRIGGERS_WORD_START)
 _SHORT = 512  # shorter strings: one search of the lower-cased text; longer: substrings
 _BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
 _BLOB = 256  # a string this long made only of standard base64 is data (an image), not text
@@ -340,7 +344,20 @@ def _maybe_secret(text: str) -> bool:
     if len(text) < _SHORT:
         return _TRIGGER.search(text.lower()) is not None
     low = text.lower()
-    return any(t in low for t in _TRIGGERS)
+    return any(t in low for t in _TRIGGERS_ANYWHERE) or any(
+        _at_word_start(low, t) for t in _TRIGGERS_WORD_START
+    )
+
+
+def _at_word_start(low: str, trigger: str) -> bool:
+    """Whether ``trigger`` starts a word somewhere in ``low``: the shapes it begins match
+    after ``\\b`` only, so an id such as ``task-0001`` (``sk-`` inside a word) holds none."""
+    at = low.find(trigger)
+    while at >= 0:
+        if at == 0 or not (low[at - 1].isalnum() or low[at - 1] == "_"):
+            return True
+        at = low.find(trigger, at + 1)
+    return False
 
 
 # Reports repeat themselves (calls replay their history; roles, types, models, header values

@@ -213,6 +213,7 @@ class _Plain:
         "_heads",
         "_make_assembler",
         "_make_wire",
+        "_on_swap",
         "_outbox",
         "_port",
         "_swap",
@@ -232,8 +233,10 @@ class _Plain:
         outbox: Callable[[WsProgress], None] | None = None,
         make_wire: Callable[[WireProtocol], WireSession] | None = None,
         port: int = 0,
+        on_swap: Callable[[], None] | None = None,
     ) -> None:
         self._make_assembler = make_assembler
+        self._on_swap = on_swap
         self._outbox = outbox
         self._make_wire = make_wire
         self._port = port
@@ -330,6 +333,10 @@ class _Plain:
         events = self.held()
         if swap:
             events = [(kind, 1 - d, value, ts, acked) for kind, d, value, ts, acked in events]
+            if self._on_swap is not None:
+                # the bytes that come later follow the roles the bytes showed, not the port
+                # guess (a request body in a segment after its head went to the response)
+                self._on_swap()
         version: HttpVersion = "h2" if protocol in ("h2c", "h2") else "http/1.1"
         self.session = HttpSession(
             version,
@@ -395,6 +402,7 @@ class ConnectionAnalyzer:
             outbox=outbox,
             make_wire=self._wire_session,
             port=conn.server[1],
+            on_swap=conn.swap_roles,
         )
         self._tls: TlsConnection | None = None
         self._inner: _Plain | None = None

@@ -48,6 +48,7 @@ from agentshark.trace.model import Incident, Trace
 from agentshark.trace.openapi import OpenApi, is_openapi, name_operations
 from agentshark.trace.queue_spans import add_queue_spans
 from agentshark.trace.queues import Joiner, Life
+from agentshark.trace.routes import wire_execution
 from agentshark.trace.spans import HttpRequest
 
 BODY_KEPT = 4096
@@ -308,4 +309,5 @@ def _request(x: Exchange) -> HttpRequest | None:
         ended=resp.ended if resp is not None else req.ended,
         status=resp.status if resp is not None else None,
         traceparent=header(req.headers, "traceparent"),
+        operation=_value(wire_execution(x.operation, req.url)) if x.operation else None,
     )

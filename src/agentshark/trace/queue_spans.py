@@ -233,12 +233,22 @@ def _span(life: Life, n: int, event: Event, trace: Trace, parent: str) -> Span:
         span_id_source=source,
         parent_id=parent,
         kind="messaging",
-        name=f"{m.action} {m.destination}" if m.destination else m.action,
+        name=f"{m.action} {where}" if (where := m.destination or _queue(life)) else m.action,
         started=seen.started,
         ended=seen.ended if seen.ended is not None else seen.started,
         execution=seen.exchange_id,
         attributes=attributes,
     )
+
+
+def _queue(life: Life) -> str | None:
+    """What a span of ``life`` whose own operation names no destination is named by: the
+    queue it was delivered from (an AMQP ack names a delivery tag only, a publish to the
+    default exchange ``""`` a routing key only), else the routing key it was published
+    with."""
+    messages = [e.seen.message for e in life.events]
+    named = next((m.destination for m in messages if m.destination), None)
+    return named or next((m.routing_key for m in messages if m.routing_key), None)
 
 
 def _cover(agent: Span, span: Span) -> None:

@@ -1,4 +1,5 @@
-"""What a plain HTTP tool execution is: its method, its route template and its status.
+"""What a plain HTTP tool execution is: its method, its route template and its status; and
+what a wire protocol's operation that ran a tool is (:func:`wire_execution`).
 
 A REST tool's path carries the ids of what it acts on (``/users/8812/orders/3f2a…``); the
 route template is the path with those segments replaced by what they are, so that calls of
@@ -27,6 +28,7 @@ from urllib.parse import unquote, urlsplit
 import orjson
 
 from agentshark.apis.model import Json
+from agentshark.wire.events import Operation
 
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _DIGITS = re.compile(r"[0-9]+")
@@ -74,4 +76,45 @@ def http_execution(method: str, url: str, status: int | None, body: bytes) -> di
         # cut at the kept bytes, or not JSON: absent here, the exchange has it whole
         with contextlib.suppress(orjson.JSONDecodeError):
             out["request_json"] = orjson.loads(body)
+    return out
+
+
+def wire_execution(op: Operation, url: str) -> dict[str, Json]:
+    """What a tool span says of a wire operation that ran it (a SQL statement, a Redis
+    command, an AMQP or Kafka publish): the protocol, the server, the command and statement
+    as sent with their parameters, the protocol's own result (a CommandComplete tag, a
+    reply's kind), the rows counted, the error, the role (``queue.publish``...), whether both
+    sides were seen whole, and the message ids of a queue operation; absent fields were not
+    on the wire."""
+    out: dict[str, Json] = {"protocol": op.protocol, "server": url, "kind": op.kind}
+    given: tuple[tuple[str, Json], ...] = (
+        ("command", op.command),
+        ("statement", op.statement),
+        ("parameters", list(op.parameters) if op.parameters else None),
+        ("result", op.result),
+        ("rows", op.rows),
+        ("error", op.error),
+        ("role", op.role),
+    )
+    out.update((key, value) for key, value in given if value is not None)
+    out["complete"] = op.request_complete and op.response_complete
+    messages: list[Json] = [
+        {
+            k: v
+            for k, v in (
+                ("action", m.action),
+                ("destination", m.destination),
+                ("routing_key", m.routing_key),
+                ("partition", m.partition),
+                ("offset", m.offset),
+                ("message_id", m.message_id),
+                ("correlation_id", m.correlation_id),
+                ("size", m.size),
+            )
+            if v is not None
+        }
+        for m in op.messages
+    ]
+    if messages:
+        out["messages"] = messages
     return out

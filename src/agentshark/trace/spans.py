@@ -43,6 +43,9 @@ class HttpRequest:
     ended: float | None
     status: int | None
     traceparent: str | None = None  # the request's header, as sent
+    # a wire protocol's operation (a SQL statement, a queue publish): what a tool span says
+    # of it (trace.routes.wire_execution), instead of a method and a path
+    operation: dict[str, Json] | None = None
 
 
 @dataclass(slots=True)
@@ -233,6 +236,8 @@ def _tool_span(
         attributes["arguments"] = _graphql_values(ops, ("variables",), ex)
     if isinstance(ex, Call) and (ops := operations_of(ex)):
         attributes["graphql"] = [_graphql_summary(op) for op in ops]
+    elif isinstance(ex, HttpRequest) and ex.operation is not None:
+        attributes["operation"] = ex.operation
     elif isinstance(ex, HttpRequest):
         attributes["http"] = http_execution(ex.method, ex.url, ex.status, ex.body)
     if tool.result_in is not None:

@@ -52,6 +52,7 @@ class RespValue:
 
 
 AGGREGATES = frozenset("*%~>|")
+_DOLLAR = ord("$")
 
 
 def _line(buf: bytes | bytearray, pos: int) -> tuple[bytes, int]:
@@ -63,17 +64,42 @@ def _line(buf: bytes | bytearray, pos: int) -> tuple[bytes, int]:
     return bytes(buf[pos:end]), end + 2
 
 
-def _int(text: bytes, what: str) -> int:
+def _int(text: bytes | bytearray, what: str) -> int:
     try:
         return int(text)
     except ValueError:
-        raise RespError(f"{what} {text[:20]!r} is not an integer") from None
+        raise RespError(f"{what} {bytes(text[:20])!r} is not an integer") from None
+
+
+def _bulk(buf: bytes | bytearray, pos: int) -> tuple[bytes | None, int]:
+    """The bulk string whose ``$`` is at ``pos``: (value, end). The hot path of every
+    command and of most replies, so written out (no line copied)."""
+    eol = buf.find(b"\r\n", pos + 1)
+    if eol < 0:
+        if len(buf) - pos - 1 > MAX_LINE:
+            raise RespError(f"no CRLF in the {MAX_LINE} bytes after byte {pos + 1}")
+        raise _Incomplete(len(buf) + 1)
+    size = _int(buf[pos + 1 : eol], "a bulk length")
+    after = eol + 2
+    if size == -1:
+        return None, after
+    if not 0 <= size <= MAX_BULK:
+        raise RespError(f"a bulk length of {size}")
+    end = after + size
+    if len(buf) < end + 2:
+        raise _Incomplete(end + 2)
+    if buf[end : end + 2] != b"\r\n":
+        raise RespError(f"a bulk string of {size} bytes not followed by CRLF")
+    return bytes(buf[after:end]), end + 2
 
 
 def parse_value(buf: bytes | bytearray, pos: int) -> tuple[str, Any, int]:
     """One value at ``pos``: (kind, value, end); raises _Incomplete or RespError."""
     if pos >= len(buf):
         raise _Incomplete(pos + 1)
+    if buf[pos] == _DOLLAR:
+        value, end = _bulk(buf, pos)
+        return "$", value, end
     kind = chr(buf[pos])
     line, after = _line(buf, pos + 1)
     if kind in "$=!":
@@ -94,8 +120,12 @@ def parse_value(buf: bytes | bytearray, pos: int) -> tuple[str, Any, int]:
             return kind, None, after
         if not 0 <= count <= MAX_ITEMS:
             raise RespError(f"an aggregate of {count} elements")
-        items = []
+        items: list[tuple[str, Any]] = []
         for _ in range(count * 2 if kind in "%|" else count):
+            if after < len(buf) and buf[after] == _DOLLAR:  # the common element, inline
+                bulk, after = _bulk(buf, after)
+                items.append(("$", bulk))
+                continue
             item_kind, item, after = parse_value(buf, after)
             items.append((item_kind, item))
         if kind in "%|":

@@ -44,7 +44,7 @@ def test_chroma_queries_document_by_document() -> None:
     truth, calls = capture("retrieval_chroma")
     queries = [c for c in calls if c.api == "chroma.query"]
     assert len(queries) == len(truth["queries"]) == 3
-    assert {c.api for c in calls} == {"chroma.query"}  # collections, add: not retrieval
+    assert {c.api for c in calls} == {"chroma.query", "chroma.write"}  # collections: neither
     for call, sent in zip(queries[:2], truth["queries"][:2], strict=True):
         info = call.extras["retrieval"]
         assert call.complete and call.error is None and call.operation == "retrieval"
@@ -67,6 +67,23 @@ def test_chroma_queries_document_by_document() -> None:
             assert {d["score_kind"] for d in docs} == {"distance"}
             assert [d["content"] for d in docs] == result["documents"][n]
             assert [d.get("metadata") for d in docs] == result["metadatas"][n]
+
+
+def test_chroma_add_is_a_write_with_its_ids_and_vectors() -> None:
+    """chromadb 1.x sends ``embeddings`` as base64 float32: their size read from that."""
+    truth, calls = capture("retrieval_chroma")
+    (add,) = [c for c in calls if c.api == "chroma.write"]
+    info = add.extras["retrieval"]
+    assert (add.operation, add.complete, add.error, add.output_messages) == (
+        "retrieval.write", True, None, []
+    )  # fmt: skip
+    assert info["data_source"] == truth["collection_id"]
+    assert info["endpoint"] == "add"
+    assert info["ids"] == ["d1", "d2", "d3", "d4"]  # the script's DOCS, added whole
+    assert info["count"] == info["vectors"] == info["documents_sent"] == 4
+    assert info["dimensions"] == [len(truth["queries"][0]["vectors"][0])]
+    found = {i for q in truth["queries"][:2] for ids in q["result"]["ids"] for i in ids}
+    assert found <= set(info["ids"])
 
 
 def test_chroma_error_is_the_clients() -> None:

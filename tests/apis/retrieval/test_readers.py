@@ -411,9 +411,55 @@ def test_zep_and_letta() -> None:
     assert docs(passages)[0]["content"] == "likes tea"
 
 
+def test_vector_store_writes() -> None:
+    """Chroma add/upsert/delete, Qdrant points upsert (points and batch) and delete, Pinecone
+    upsert and delete, as their references give the bodies."""
+    base = "/api/v2/tenants/t/databases/d/collections/c-1"
+    up = call_of(f"{base}/upsert", {"ids": ["a", "b"], "embeddings": [VEC, VEC],
+                                    "documents": ["x", "y"], "metadatas": None}, True)  # fmt: skip
+    assert (up.api, up.operation, up.complete) == ("chroma.write", "retrieval.write", True)
+    assert info(up) == {"role": "vector_store", "service": "chroma", "data_source": "c-1",
+                        "namespace": "t/d", "endpoint": "upsert", "ids": ["a", "b"],
+                        "count": 2, "vectors": 2, "dimensions": [4],
+                        "documents_sent": 2}  # fmt: skip
+    gone = call_of(f"{base}/delete", {"where": {"topic": "tea"}}, ["a"])
+    assert (gone.operation, info(gone)["filter"]) == (
+        "retrieval.delete",
+        {"where": {"topic": "tea"}},
+    )
+    points = [{"id": 1, "vector": VEC, "payload": {"t": "x"}}, {"id": "u-2", "vector": VEC[:2]}]
+    answer = {"result": {"operation_id": 7, "status": "acknowledged"}, "status": "ok", "time": 0}
+    q = call_of("/collections/notes/points?wait=false", {"points": points}, answer, method="PUT")
+    assert (q.api, q.operation) == ("qdrant.write", "retrieval.write")
+    assert {k: info(q)[k] for k in ("data_source", "ids", "count", "vectors", "dimensions",
+                                    "status")} == {
+        "data_source": "notes", "ids": [1, "u-2"], "count": 2, "vectors": 2,
+        "dimensions": [2, 4], "status": "acknowledged",
+    }  # fmt: skip
+    batch = {"batch": {"ids": [1, 2, 3], "vectors": [VEC, VEC, VEC]}}
+    qb = call_of("/collections/notes/points", batch, answer, method="PUT")
+    assert (info(qb)["count"], info(qb)["vectors"]) == (3, 3)
+    qd = call_of("/collections/notes/points/delete", {"points": [1, 2]}, answer)
+    assert (qd.operation, info(qd)["ids"]) == ("retrieval.delete", [1, 2])
+    vectors = [{"id": "v1", "values": VEC, "metadata": {"g": "a"}}, {"id": "v2", "values": VEC}]
+    pc = call_of("/vectors/upsert", {"vectors": vectors, "namespace": "kb"}, {"upsertedCount": 2})
+    assert (pc.api, pc.operation) == ("pinecone.write", "retrieval.write")
+    assert {k: info(pc)[k] for k in ("namespace", "ids", "vectors", "dimensions", "written")} == {
+        "namespace": "kb", "ids": ["v1", "v2"], "vectors": 2, "dimensions": [4], "written": 2,
+    }  # fmt: skip
+    pd = call_of("/vectors/delete", {"deleteAll": True, "namespace": "kb"}, {})
+    assert (pd.operation, info(pd)["delete_all"]) == ("retrieval.delete", True)
+    failed = call_of(f"{base}/add", {"ids": ["a"], "documents": ["x"]},
+                     {"error": "InvalidArgumentError", "message": "bad"}, status=400)  # fmt: skip
+    assert failed.complete and failed.error is not None and failed.error.status == 400
+
+
 @pytest.mark.parametrize(
     ("path", "request_body", "response"),
     [
+        ("/collections/c/add", {"name": "c"}, {}),  # no ids
+        ("/vectors/upsert", {"vectors": "v"}, {}),  # not records
+        ("/collections/n/points", {"points": [1, 2]}, {}),  # a delete's shape on PUT's path
         ("/v1/chat/completions", {"model": "m", "messages": [], "query": "x"}, {"choices": []}),
         ("/search", {"query": "x"}, {"results": []}),  # no web search API's shape
         ("/query", {"topK": 3}, {"matches": []}),  # no vector nor id
@@ -464,3 +510,4 @@ def test_known_apis_name_the_retrieval_families() -> None:
     known = set(known_apis())
     assert {"chroma.query", "qdrant.points", "cohere.rerank", "voyage.rerank"} <= known
     assert {"elasticsearch.search", "opensearch.search", "mem0.memories"} <= known
+    assert {"chroma.write", "qdrant.write", "pinecone.write"} <= known

@@ -3,8 +3,9 @@ name and attributes.
 
 GenAI semconv v1.41.1 (gen-ai-spans.md) names a retrieval span ``retrieval
 {gen_ai.data_source.id}``, CLIENT, ``gen_ai.operation.name`` ``retrieval``; rerankers get
-``rerank`` and memory services ``memory.read``/``memory.write``/``memory.delete`` (no semconv
-name yet: the report's operation, as it is). Besides ``gen_ai.data_source.id`` and
+``rerank``, a vector store's writes ``retrieval.write``/``retrieval.delete`` and memory services
+``memory.read``/``memory.write``/``memory.delete`` (no semconv name yet: the report's
+operation, as it is). Besides ``gen_ai.data_source.id`` and
 ``gen_ai.request.top_k``, what the conventions have no name for is agentshark's own: the
 service and its role, the queries and the documents as JSON strings (the documents are the
 call's output parts). :mod:`.openinference` reads these for the RETRIEVER and RERANKER kinds.
@@ -60,7 +61,7 @@ def span_name(call: dict[str, Json]) -> str:
     """``retrieval {data source}`` (semconv), ``rerank {model}``, ``memory.read {service}``."""
     info = call["extras"]["retrieval"]
     op = str(call.get("operation") or "retrieval")
-    target = info.get("data_source") if op == "retrieval" else None
+    target = info.get("data_source") if op.startswith("retrieval") else None
     if op == "rerank":
         target = call.get("request_model")
     target = target or info.get("service")
