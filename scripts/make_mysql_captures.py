@@ -33,7 +33,6 @@ PyMySQL and sends the rows back. ``truth.json`` holds the tool call and the stat
 from __future__ import annotations
 
 import argparse
-import http.server
 import json
 import os
 import shutil
@@ -41,7 +40,6 @@ import ssl
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -50,7 +48,7 @@ BENCH_DIR = Path(__file__).resolve().parent.parent / "bench"
 sys.path.insert(0, str(BENCH_DIR))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import genlib  # noqa: E402
-from make_pg_captures import ModelStub  # noqa: E402
+from make_pg_captures import answer_chat  # noqa: E402
 
 CAPTURES_DIR = Path(__file__).resolve().parent.parent / "tests" / "data" / "captures"
 PORT = 33061
@@ -316,9 +314,7 @@ def agent(truth: dict[str, Any]) -> None:
     import openai
     import pymysql
 
-    stub = http.server.ThreadingHTTPServer(("127.0.0.1", MODEL_PORT), ModelStub)
-    threading.Thread(target=stub.serve_forever, daemon=True).start()
-    try:
+    with genlib.JsonStub(MODEL_PORT, {"/v1/chat/completions": answer_chat}):
         client = openai.OpenAI(base_url=f"http://127.0.0.1:{MODEL_PORT}/v1", api_key="sk-test")
         tools: list[Any] = [
             {
@@ -368,8 +364,6 @@ def agent(truth: dict[str, Any]) -> None:
         final = client.chat.completions.create(model="stub-1", messages=messages, tools=tools)
         truth["answer"] = final.choices[0].message.content
         conn.close()
-    finally:
-        stub.shutdown()
 
 
 def server_version() -> str:

@@ -155,7 +155,8 @@ class MySession(AnswerReader):
 
     # -- the decoder interface --------------------------------------------------------------
 
-    def feed(self, direction: int, data: bytes, ts: float) -> list[Operation]:
+    def feed(self, direction: int, data: bytes, ts: float, acked: int = -1) -> list[Operation]:
+        """(``acked``: not used; MySQL resynchronizes by sequence ids.)"""
         self._last_ts = ts
         if self._encrypted:
             return []
