@@ -15,9 +15,10 @@ A clean exchange is *affected* when a touched packet's byte range (``inject.Touc
 the TCP bytes of its request or response, or the bytes of its connection before the first
 message of a direction (TLS handshake, HTTP/2 preface and settings; for the HTTP/2 exchanges
 of an h2c upgrade, before their own first message: the 101 and the server's SETTINGS that
-follow it), or when one of its HTTP/2 header blocks depends, through the connection's HPACK
-dynamic table, on the header block of a touched message (:func:`state_flags`: read from the
-clean run's bytes with the ``hpack`` library's Decoder and a scan of the representations in
+follow it; for the exchanges read inside a TLS session that a STARTTLS answer began, such as
+PostgreSQL's ``S``, before their own first message: the handshake after that answer), or
+when one of its HTTP/2 header blocks depends, through the connection's HPACK dynamic table,
+on the header block of a touched message (:func:`state_flags`: read from the clean run's bytes with the ``hpack`` library's Decoder and a scan of the representations in
 :mod:`tests.faults.hpack_deps`, not with agentshark's HPACK code; a block depends on one when
 it references an entry that block inserted, or an older entry: the lost block's insertions
 would have moved it; touched bytes of that direction that are in no message count as a block
@@ -596,12 +597,15 @@ def message_hits(
             by_flow[p.tcp.flow].append(p)
     raw = [_ranges(it, clean, by_flow) for it in clean.exchanges]
     # per direction and transport: an HTTP/2 connection's preface and SETTINGS come after
-    # the 101 of an h2c upgrade, so its exchanges' set-up ends at their own first message
-    setup: dict[tuple[Flow, bool], float] = {}
+    # the 101 of an h2c upgrade, so its exchanges' set-up ends at their own first message;
+    # likewise a TLS handshake after a STARTTLS answer (PostgreSQL's one-byte ``S``, the
+    # first message of the server's direction): the exchanges read inside the TLS (those
+    # with TLS facts) set up until their own first message
+    setup: dict[tuple[Flow, bool, bool], float] = {}
     for it, rs in zip(clean.exchanges, raw, strict=True):
-        h2 = it.exchange is not None and it.exchange.transport == "h2"
+        key = _setup_key(it)
         for _, flow, lo, _ in rs:
-            setup[(flow, h2)] = min(setup.get((flow, h2), float("inf")), lo)
+            setup[(flow, *key)] = min(setup.get((flow, *key), float("inf")), lo)
     ends: dict[Flow, list[int]] = defaultdict(list)
     for rs in raw:
         for _, flow, _, hi in rs:
@@ -627,8 +631,8 @@ def message_hits(
             )
             for side in (0, 1)
         ]
-        h2 = it.exchange is not None and it.exchange.transport == "h2"
-        pre = any(t.flow in flows and t.start < setup.get((t.flow, h2), 0) for t in hit)
+        key = _setup_key(it)
+        pre = any(t.flow in flows and t.start < setup.get((t.flow, *key), 0) for t in hit)
         out.append((msg[0], msg[1], pre))
     covered: dict[Flow, list[tuple[int, int]]] = defaultdict(list)
     for rs in ranges:
@@ -640,6 +644,13 @@ def message_hits(
         if t.lost and not any(t.start < hi and t.end > lo for lo, hi in covered.get(t.flow, []))
     ]
     return out, orphans
+
+
+def _setup_key(it: Item) -> tuple[bool, bool]:
+    """Which of its connection's exchanges an exchange's set-up bytes end at the first
+    message of: those of its transport (h2 or not), read inside TLS or not."""
+    ex = it.exchange
+    return (ex is not None and ex.transport == "h2", ex is not None and bool(ex.tls))
 
 
 def lost_times(capture: Capture, touches: list[Touch]) -> list[tuple[Flow, float]]:
