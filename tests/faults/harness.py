@@ -18,7 +18,8 @@ of an h2c upgrade, before their own first message: the 101 and the server's SETT
 follow it; for the exchanges read inside a TLS session that a STARTTLS answer began, such as
 PostgreSQL's ``S``, before their own first message: the handshake after that answer), or
 when one of its HTTP/2 header blocks depends, through the connection's HPACK dynamic table,
-on the header block of a touched message (:func:`state_flags`: read from the clean run's bytes with the ``hpack`` library's Decoder and a scan of the representations in
+on the header block of a touched message (:func:`state_flags`: read from the clean run's
+bytes with the ``hpack`` library's Decoder and a scan of the representations in
 :mod:`tests.faults.hpack_deps`, not with agentshark's HPACK code; a block depends on one when
 it references an entry that block inserted, or an older entry: the lost block's insertions
 would have moved it; touched bytes of that direction that are in no message count as a block
