@@ -197,6 +197,65 @@ def test_gap_before_sniffing() -> None:
     assert not [v for v in case.verdicts if v.violation]
 
 
+def _first_client_segment(name: str, method: str) -> tuple[Exchange, Pkt]:
+    """The first clean exchange of ``method`` that opens a connection of 3 exchanges or more,
+    and the client's first data segment of that connection."""
+    inp = BY_NAME[name]
+    capture, clean = clean_run(inp.path, inp.keylog)
+    per_conn: dict[str | None, int] = {}
+    for it in clean.exchanges:
+        if it.exchange:
+            per_conn[it.exchange.connection] = per_conn.get(it.exchange.connection, 0) + 1
+    ex = next(
+        it.exchange
+        for it in clean.exchanges
+        if it.exchange
+        and it.exchange.request is not None
+        and it.exchange.request.method == method
+        and per_conn[it.exchange.connection] >= 3
+    )
+    conn = next(
+        c.connection for c in clean.collected.connections if c.connection.id == ex.connection
+    )
+    packets, _ = index_packets(capture)
+    first = next(
+        p
+        for p in packets
+        if p.data and p.tcp is not None and p.tcp.flow == (*conn.client, *conn.server)
+    )
+    return ex, first
+
+
+def _wire_opening_lost(name: str, method: str) -> None:
+    """The client's first segment of a wire-protocol connection lost: the protocol is
+    recognized from the client's bytes after the gap (``WireProtocol.resumable``), and every
+    exchange of the connection but the lost one comes out identical."""
+    ex, seg = _first_client_segment(name, method)
+    case = _run(name, drop=seg.index)
+    assert (seg.end - seg.start, 0) in case.connection_gaps()
+    same = [
+        it.exchange
+        for it in case.faulted.exchanges
+        if it.exchange and it.exchange.connection == ex.connection
+    ]
+    clean_conn = [
+        it.exchange
+        for it in case.clean.exchanges
+        if it.exchange and it.exchange.connection == ex.connection
+    ]
+    assert len(same) == len(clean_conn) - 1 >= 2, "the connection was not recognized"
+    assert case.others(ex) == []
+    assert not [v for v in case.verdicts if v.violation]
+
+
+def test_kafka_connection_whose_first_request_was_lost() -> None:
+    _wire_opening_lost("kafka_confluent", "ApiVersions")
+
+
+def test_redis_connection_whose_first_command_was_lost() -> None:
+    _wire_opening_lost("redis_py", "HELLO")
+
+
 def test_h2_gap_inside_a_data_payload() -> None:
     large = _pick("h2c_prior_knowledge", "/large")
     seg = _segments("h2c_prior_knowledge", large)[1]  # HEADERS first, then DATA frames

@@ -163,6 +163,54 @@ def test_gap_at_a_boundary_resyncs_but_the_pairing_is_not_proven() -> None:
     ]
 
 
+def test_request_ends_at_its_last_client_message() -> None:
+    """An execute's request ends with its Execute (its Parse came in an earlier segment, as
+    psycopg's pipeline sends them), a startup's with its password message."""
+    dec = decoder()
+    out = []
+    for direction, data, ts in [
+        (0, m.startup(user="agent", database="notes"), 1.0),
+        (1, m.auth(3), 1.1),
+        (0, m.password(SECRET), 1.2),
+        (1, m.auth(0) + m.ready(), 1.3),
+        (0, m.parse("SELECT $1::int", oids=[23]), 2.0),
+        (0, m.bind([b"7"]) + m.execute(), 2.5),
+        (0, m.sync(), 2.6),
+        (1, m.parse_complete() + m.bind_complete() + m.command_complete("SELECT 1"), 2.7),
+        (1, m.ready(), 2.8),
+    ]:
+        out += dec.feed(direction, data, ts)
+    out += dec.close()
+    assert [(o.kind, o.started, o.request_ended) for o in out] == [
+        ("startup", 1.0, 1.2),
+        ("execute", 2.0, 2.5),
+    ]
+
+
+def test_client_bytes_lost_after_a_whole_execute_leave_it_complete() -> None:
+    """Client bytes lost while an execute waits (its Parse, Bind and Execute all came): the
+    lost bytes belong to later requests, not to it; a startup waiting for its password
+    exchange is another matter (the password message may be among them)."""
+    dec = decoder()
+    for direction, data in login():
+        dec.feed(direction, data, 1.0)
+    dec.feed(0, m.parse("SELECT 1") + m.bind([]) + m.execute() + m.sync(), 2.0, acked=0)
+    assert dec.gap(0, 40, 2.1) == []
+    ops = dec.feed(1, m.parse_complete() + m.bind_complete() + m.command_complete("SELECT 1"), 2.2)
+    ops += dec.feed(1, m.ready(), 2.3) + dec.close()
+    first = ops[0]
+    assert (first.statement, first.request_complete) == ("SELECT 1", True)
+    assert "pg.request_gap" not in [d.code for d in first.diagnostics]
+
+    dec = decoder()
+    dec.feed(0, m.startup(user="agent", database="notes"), 1.0)
+    dec.feed(1, m.auth(10, b"SCRAM-SHA-256\x00\x00"), 1.1)
+    assert dec.gap(0, 55, 1.2) == []
+    ops = dec.feed(1, m.error("28P01", "password authentication failed"), 1.3) + dec.close()
+    assert [(o.kind, o.request_complete) for o in ops] == [("startup", False)]
+    assert "pg.request_gap" in [d.code for d in ops[0].diagnostics]
+
+
 def test_tls_accepted_hands_the_connection_to_tls() -> None:
     """``S``: TLS from the next byte of each direction; the switch is given once."""
     dec = PgSession("test")

@@ -143,6 +143,98 @@ def test_a_reply_lost_is_told_by_the_next_command_s_ack() -> None:
     assert [d.code for d in ops[0].diagnostics] == ["resp.gap_unanswered"]
 
 
+class _Wire:
+    """A conversation with TCP's acknowledgments: each segment carries how much of the
+    other direction its sender had received (all of it: a sequential client)."""
+
+    def __init__(self) -> None:
+        self.dec = decoder()
+        self.sent = [0, 0]
+        self.ops: list[object] = []
+
+    def send(self, direction: int, data: bytes, ts: float, *, lost: bool = False) -> None:
+        if lost:
+            self.ops += self.dec.gap(direction, len(data), ts)
+        else:
+            self.ops += self.dec.feed(direction, data, ts, acked=self.sent[1 - direction])
+        self.sent[direction] += len(data)
+
+
+def test_a_lost_command_s_reply_and_the_next_pairs_by_the_acks() -> None:
+    """A sequential client's command lost: its reply was sent before the server had the
+    next command (unpaired); the next reply begins where the client's ack stood when it sent
+    the next command and was sent when the server had that command and nothing more, so it
+    answers that command, and order is trusted again."""
+    w = _Wire()
+    w.send(0, cmd("SET", "a", "1"), 1.0)
+    w.send(1, b"+OK\r\n", 1.1)
+    w.send(0, cmd("GET", "a"), 2.0, lost=True)
+    w.send(1, bulk(b"1"), 2.1)
+    w.send(0, cmd("INCR", "n"), 3.0)
+    w.send(1, b":1\r\n", 3.1)
+    w.send(0, cmd("GET", "n"), 4.0)
+    w.send(1, bulk(b"1"), 4.1)
+    ops = w.ops + w.dec.close()
+    assert [(o.statement, o.response_complete, o.result) for o in ops] == [  # type: ignore[attr-defined]
+        ("SET a 1", True, "OK"),
+        ("INCR n", True, "1"),
+        ("GET n", True, "bulk 1 bytes"),
+    ]
+    assert "resp.gap_unpaired" in [d.code for d in w.dec.diagnostics]
+
+
+def test_after_a_lost_command_a_pipelining_client_pairs_only_as_a_guess() -> None:
+    """The same loss on a connection that sent a command while an older one waited, in a
+    later segment: a reply may answer an older command, so pairing stays a guess."""
+    w = _Wire()
+    w.send(0, cmd("GET", "x"), 0.5)
+    w.dec.feed(0, cmd("GET", "y"), 0.6, acked=0)  # sent before the reply to GET x came
+    w.sent[0] += len(cmd("GET", "y"))
+    w.send(1, bulk(b"x") + bulk(b"y"), 0.7)
+    w.send(0, cmd("GET", "a"), 2.0, lost=True)
+    w.send(1, bulk(b"1"), 2.1)
+    w.send(0, cmd("INCR", "n"), 3.0)
+    w.send(1, b":1\r\n", 3.1)
+    ops = w.ops + w.dec.close()
+    assert [(o.statement, o.response_complete) for o in ops] == [  # type: ignore[attr-defined]
+        ("GET x", True),
+        ("GET y", True),
+        ("INCR n", False),
+    ]
+    assert [d.code for d in ops[-1].diagnostics] == ["resp.gap_pairing"]  # type: ignore[attr-defined]
+
+
+def test_a_batch_in_one_segment_is_not_pipelining_across_segments() -> None:
+    """A pipeline written at once (one segment, as redis-py's pipeline does) leaves the
+    connection sequential: a later lost command is recovered from."""
+    w = _Wire()
+    w.send(0, cmd("INCR", "n") + cmd("INCR", "n"), 0.5)
+    w.send(1, b":1\r\n:2\r\n", 0.6)
+    w.send(0, cmd("GET", "a"), 2.0, lost=True)
+    w.send(1, bulk(b"1"), 2.1)
+    w.send(0, cmd("SUBSCRIBE", "news"), 3.0)  # sent unsubscribed: no push before its reply
+    w.send(1, b"*3\r\n" + bulk(b"subscribe") + bulk(b"news") + b":1\r\n", 3.1)
+    ops = w.ops + w.dec.close()
+    assert [(o.statement, o.response_complete) for o in ops] == [  # type: ignore[attr-defined]
+        ("INCR n", True),
+        ("INCR n", True),
+        ("SUBSCRIBE news", True),
+    ]
+
+
+def test_a_lost_command_and_its_lost_reply_then_order_again() -> None:
+    """Both the command and its reply lost (a snap length that cut both): the next command
+    was sent having received every server byte up to where reading resumed, and its reply
+    begins there and was sent when the server had it: it answers that command."""
+    w = _Wire()
+    w.send(0, cmd("AUTH", "default", SECRET), 1.0, lost=True)
+    w.send(1, b"+OK\r\n", 1.1, lost=True)
+    w.send(0, cmd("GET", "a"), 2.0)
+    w.send(1, bulk(b"1"), 2.1)
+    ops = w.ops + w.dec.close()
+    assert [(o.statement, o.response_complete) for o in ops] == [("GET a", True)]  # type: ignore[attr-defined]
+
+
 def test_large_bulk_value_waits_for_its_length() -> None:
     dec = decoder()
     dec.feed(0, cmd("GET", "big"), 1.0)

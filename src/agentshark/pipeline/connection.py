@@ -17,6 +17,13 @@ for a capture that starts mid-connection), then replays them into the chosen par
 gap while sniffing ends what a direction can tell: the bytes after it start inside a message,
 so the sniffer hears that direction only as far as the gap (nothing, if the gap came first)
 and the other direction decides; the gap itself is replayed into the parser like the bytes.
+One exception, for the wire protocols, whose decoders find message boundaries again after a
+gap: when the client's direction (known from the TCP handshake) lost its first bytes and
+neither its head nor the server's names a protocol, the client bytes after the gap are heard
+too (a lost segment ends where the next one begins, most often at a message), and a
+resumable wire protocol (``WireProtocol.resumable``) whose sniffer recognizes them takes the
+connection (the Kafka or Redis client whose
+first request was lost); until :data:`_RESUME_BYTES` of them have come, the decision waits.
 """
 
 from __future__ import annotations
@@ -39,11 +46,12 @@ from agentshark.pipeline.wire import WireSession
 from agentshark.tls.events import TlsGap, TlsPlaintext
 from agentshark.tls.keylog import KeyLog
 from agentshark.tls.session import TlsConnection
-from agentshark.wire import WireProtocol, sniff_wire
+from agentshark.wire import WireProtocol, sniff_resumed, sniff_wire
 
 HttpVersion = Literal["http/1.1", "h2"]
 _HTTP_ALPN = ("h2", "http/1.1")
 _HELD_LIMIT = 65536
+_RESUME_BYTES = 512  # client bytes after a gap heard by the wire sniffers
 
 _Held = tuple[str, int, object, float, int]  # ("data"|"gap"|"end", direction, value, ts, acked)
 _NO_HEADS = (bytearray(), bytearray())  # never written: the heads before the first byte
@@ -216,6 +224,7 @@ class _Plain:
         "_on_swap",
         "_outbox",
         "_port",
+        "_resume",
         "_swap",
         "_tls_allowed",
         "protocol",
@@ -247,6 +256,7 @@ class _Plain:
         self._heads = _NO_HEADS  # made at the first byte: most idle connections send none
         self._ended = [False, False]
         self._blind = [False, False]  # a gap cut the direction's head: no more bytes to it
+        self._resume: bytearray | None = None  # the client's bytes after its latest gap
         self.protocol: str | None = None
         self.session: HttpSession | WireSession | None = None
         self.swapped = False
@@ -263,6 +273,9 @@ class _Plain:
         head = self._heads[direction]
         if len(head) < _HELD_LIMIT and not self._blind[direction]:
             head += data[: _HELD_LIMIT - len(head)]
+        resume = self._resume
+        if direction == 0 and resume is not None and len(resume) < _RESUME_BYTES:
+            resume += data[: _RESUME_BYTES - len(resume)]
         return self._decide(final=False)
 
     def gap(self, direction: int, size: int, ts: float) -> list[Exchange]:
@@ -272,6 +285,8 @@ class _Plain:
             return []
         self._events.append(("gap", direction, size, ts, -1))
         self._blind[direction] = True
+        if direction == 0 and self._make_wire is not None and not self._swap:
+            self._resume = bytearray()
         return self._decide(final=all(self._blind) or all(self._ended))
 
     def end(self, direction: int, ts: float, *, clean: bool) -> list[Exchange]:
@@ -281,7 +296,7 @@ class _Plain:
         if self.protocol is not None:
             return []
         self._events.append(("end", direction, clean, ts, -1))
-        return self._decide(final=all(self._ended))
+        return self._decide(final=all(self._blind) or all(self._ended))
 
     def finish(self) -> list[Exchange]:
         """The connection is over: decide with what there is, flush the session."""
@@ -320,6 +335,12 @@ class _Plain:
             )
             if protocol == "tls" and not self._tls_allowed:
                 protocol = "unknown"
+            if protocol in (None, "unknown") and self._resume is not None:
+                wire = self._resumed(server)
+                if wire is not None:
+                    protocol = wire.name
+                elif self._waits():
+                    return []  # more client bytes after the gap may tell
         if protocol is None:
             return []
         self.protocol = protocol
@@ -345,6 +366,24 @@ class _Plain:
             websocket=protocol == "websocket",
         )
         return replay(self, events)
+
+    def _resumed(self, server: bytearray) -> WireProtocol | None:
+        """The wire protocol the client's bytes after its gap speak, if one recognizes
+        them (the gap stays in the events replayed, so the decoder hunts from it)."""
+        resume = self._resume
+        return sniff_resumed(bytes(resume), bytes(server), self._port) if resume else None
+
+    def _waits(self) -> bool:
+        """Whether to hear more client bytes after the gap: fewer than
+        :data:`_RESUME_BYTES` came, the client's direction goes on, and what is held is
+        below :data:`_HELD_LIMIT`."""
+        resume = self._resume
+        if resume is None or len(resume) >= _RESUME_BYTES or self._ended[0]:
+            return False
+        held = 0
+        for _kind, _d, value, _ts, _acked in self._events:
+            held += len(value) if isinstance(value, bytes) else 0
+        return held < _HELD_LIMIT
 
 
 def replay(target: _Plain | ConnectionAnalyzer, events: list[_Held]) -> list[Exchange]:

@@ -27,7 +27,9 @@ from agentshark.wire.mysql import MySession, sniff_mysql
 from agentshark.wire.pgsql import PgSession, looks_like_startup
 from agentshark.wire.resp import RespSession, looks_like_resp
 
-__all__ = ["PROTOCOLS", "Operation", "WireDecoder", "WireProtocol", "sniff_wire"]
+__all__ = [
+    "PROTOCOLS", "Operation", "WireDecoder", "WireProtocol", "sniff_resumed", "sniff_wire",
+]  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -42,6 +44,10 @@ class WireProtocol:
     scheme: str  # of the URL the operations are reported under ("postgresql://host:port")
     sniff: Callable[[bytes, bytes, int], bool | None]
     decoder: Callable[[str], WireDecoder]  # location -> the connection's decoder
+    # every client message has the shape ``sniff`` looks for (a Redis command, a Kafka
+    # request header), so it also recognizes client bytes that follow a gap; not for the
+    # protocols sniffed by what only opens a connection (a StartupMessage, a greeting)
+    resumable: bool = False
 
 
 def _sniff_pg(client: bytes, server: bytes, port: int) -> bool | None:
@@ -72,9 +78,13 @@ def _sniff_kafka(client: bytes, server: bytes, port: int) -> bool | None:
 PROTOCOLS: tuple[WireProtocol, ...] = (
     WireProtocol(name="postgresql", scheme="postgresql", sniff=_sniff_pg, decoder=PgSession),
     WireProtocol(name="mysql", scheme="mysql", sniff=sniff_mysql, decoder=MySession),
-    WireProtocol(name="redis", scheme="redis", sniff=_sniff_redis, decoder=RespSession),
+    WireProtocol(
+        name="redis", scheme="redis", sniff=_sniff_redis, decoder=RespSession, resumable=True
+    ),
     WireProtocol(name="amqp", scheme="amqp", sniff=sniff_amqp, decoder=AmqpSession),
-    WireProtocol(name="kafka", scheme="kafka", sniff=_sniff_kafka, decoder=KafkaSession),
+    WireProtocol(
+        name="kafka", scheme="kafka", sniff=_sniff_kafka, decoder=KafkaSession, resumable=True
+    ),
 )
 NAMES = frozenset(p.name for p in PROTOCOLS)
 
@@ -83,6 +93,14 @@ def sniff_wire(client: bytes, server: bytes, port: int) -> WireProtocol | None:
     """The registry's protocol these first bytes speak, or None (none of them, so far)."""
     for proto in PROTOCOLS:
         if proto.sniff(client, server, port):
+            return proto
+    return None
+
+
+def sniff_resumed(client: bytes, server: bytes, port: int) -> WireProtocol | None:
+    """The resumable protocol that client bytes following a gap speak, or None."""
+    for proto in PROTOCOLS:
+        if proto.resumable and proto.sniff(client, server, port):
             return proto
     return None
 

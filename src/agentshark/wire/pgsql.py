@@ -94,6 +94,9 @@ class _Op:
     started: float
     parameters: list[Json] = field(default_factory=list)
     request_complete: bool = True
+    # the time of its last client message (the Execute after Parse and Bind, a password
+    # message of the startup, COPY data); None: the message that made it
+    request_ended: float | None = None
     response_started: float | None = None
     lost: bool = False  # a response message of it was damaged
     result: str | None = None
@@ -186,21 +189,28 @@ class PgSession:
         return self._take(direction, self._readers[direction].feed(data, ts))
 
     def gap(self, direction: int, size: int, ts: float) -> list[Operation]:
-        """Lost bytes. The client's may hold parts of any request still waiting (a password
-        message of the startup, a Bind's parameters...): those requests are not whole."""
+        """Lost bytes. The client's may hold parts of a request still waiting that takes
+        client messages after the one that made it (a password message of the startup, the
+        data of a COPY FROM STDIN): those requests are not whole. (An execute or a query is
+        whole once made: its Parse, Bind and Execute, or its Query, came before.)"""
         if self._encrypted:
             return []
         if direction == 1 and (inferred := self._lost_answer(size, ts, wait=True)) is not None:
             return inferred
         if direction == 0:
             for item in self._queue:
-                if item.op is not None and item.op.request_complete:
-                    item.op.request_complete = False
-                    item.op.diagnostics.append(
+                op = item.op
+                if op is None or not (
+                    item.kind == "startup" or op.details.get("copy") in ("in", "both")
+                ):
+                    continue
+                if op.request_complete:
+                    op.request_complete = False
+                    op.diagnostics.append(
                         Diagnostic(
                             code="pg.request_gap",
                             message=f"{size} client bytes were lost while this "
-                            f"{item.op.kind} waited for its answer: its request may lack parts",
+                            f"{op.kind} waited for its answer: its request may lack parts",
                         )
                     )
         return self._take(direction, self._readers[direction].gap(size, ts))
@@ -375,7 +385,7 @@ class PgSession:
     def _client(self, msg: PgMessage, out: list[Operation]) -> None:
         kind, body = msg.type, msg.body
         if kind == "p":
-            self._password()
+            self._password(msg.ts)
             return
         if self._batch and kind in _BATCH_STARTS:
             self._at_batch(out)
@@ -427,7 +437,7 @@ class PgSession:
             op = _Op("function_call", "FUNCTION_CALL", None, msg.ts)
             self._queue.append(_Pending("function", op))
         elif kind in ("d", "c", "f"):
-            self._copy_in(kind, body)
+            self._copy_in(kind, body, msg.ts)
         elif kind not in ("H", "X"):
             self._bad(msg, "not a client message type")
 
@@ -462,6 +472,7 @@ class PgSession:
                 break
             if item.op is not None:
                 op.started = min(op.started, item.op.started)
+        op.request_ended = msg.ts
         if max_rows:
             op.details["max_rows"] = max_rows
         if query is None and self._forgot:
@@ -491,17 +502,19 @@ class PgSession:
         which, name = cur.byte(), cur.cstring()
         (self._statements if which == "S" else self._portals).pop(name, None)
 
-    def _copy_in(self, kind: str, body: bytes) -> None:
+    def _copy_in(self, kind: str, body: bytes, ts: float) -> None:
         op = self._target()
         if op is not None:
+            op.request_ended = ts
             op.details["copy_in_bytes"] = int(op.details.get("copy_in_bytes", 0)) + len(body)
             if kind == "f":
                 op.details["copy_failed"] = Cursor(body).cstring()
 
-    def _password(self) -> None:
+    def _password(self, ts: float) -> None:
         """A password, SASL or GSS response: a secret, counted only."""
         for item in self._queue:
             if item.kind == "startup" and item.op is not None:
+                item.op.request_ended = ts
                 count = int(item.op.details.get("password_messages", 0))
                 item.op.details["password_messages"] = count + 1
                 return
@@ -802,7 +815,7 @@ class PgSession:
             statement=op.statement,
             parameters=op.parameters,
             started=op.started,
-            request_ended=op.started,
+            request_ended=op.request_ended if op.request_ended is not None else op.started,
             response_started=op.response_started,
             ended=ended,
             request_complete=op.request_complete,

@@ -19,8 +19,12 @@ After a capture gap the framing resumes at the next value that parses
 replies pair again only where TCP acknowledgments prove it: a reply sent before the server
 had received the next command seen answers a lost one (``resp.gap_unpaired``); a command sent
 after the client had received every server byte up to where reading resumed, with one
-command owed before it, proves that one's reply lost (``resp.gap_unanswered``). Otherwise
-replies pair by order as incomplete guesses (``resp.gap_pairing``).
+command owed before it, proves that one's reply lost (``resp.gap_unanswered``); a reply that
+begins exactly where the client's acknowledgment stood when it sent the first command after
+lost client bytes, sent when the server had received that command and nothing past it,
+answers that command (a sequential client, the rule of HTTP/1 pairing; not once the
+connection pipelined). Otherwise replies pair by order as incomplete guesses
+(``resp.gap_pairing``).
 
 Secrets: the password of AUTH and of HELLO's AUTH option is never kept (``details
 ["secret_arguments"]`` counts them). Reply values are kept (bounded) in ``values``, written
@@ -91,7 +95,7 @@ def plain(kind: str, value: Any) -> Json:
 
 
 class _Command:
-    __slots__ = ("acked", "args", "end", "name", "op", "replies")
+    __slots__ = ("acked", "args", "end", "name", "op", "replies", "segment", "subscribed")
 
     def __init__(self, name: str, op: dict[str, Any], replies: int, args: list[bytes]) -> None:
         self.name = name  # "" for the mark of client bytes lost in a gap
@@ -100,6 +104,10 @@ class _Command:
         self.args = args  # a queue command's arguments (after its name), else empty
         self.end = -1  # client stream offset past it
         self.acked = -1  # of the server's stream, by the segment that carried it
+        # the client segment (feed) that finished it; for the mark of lost client bytes, the
+        # replies given out since as answers to the lost commands
+        self.segment = 0
+        self.subscribed = False  # the connection had subscribed when it was sent
 
 
 _LOST = ""  # the name of the queue's mark of lost client bytes
@@ -109,7 +117,8 @@ class RespSession:
     """Both directions of one Redis connection; see the module docstring."""
 
     __slots__ = (
-        "_acked", "_count", "_ended", "_queue", "_readers", "_subscribed", "_unsure",
+        "_acked", "_count", "_ended", "_pipelined", "_queue", "_readers", "_segments",
+        "_subscribed", "_unsure",
         "diagnostics", "location",
     )  # fmt: skip
 
@@ -123,6 +132,10 @@ class RespSession:
         self._acked = -1
         self._queue: deque[_Command] = deque()
         self._subscribed = False
+        # a command was sent in a later segment than an older one still waiting for its reply
+        # (a batch written at once, in one segment, is not counted)
+        self._pipelined = False
+        self._segments = 0  # client segments fed
         self._count = 0
         self._ended: list[bool | None] = [None, None]
         self.diagnostics: list[Diagnostic] = []
@@ -144,12 +157,13 @@ class RespSession:
             return []
         out: list[Operation] = []
         # a value read from bytes held while hunting came with an earlier segment's ack
-        self._acked = -1 if reader.resynced else acked
+        self._acked = -1 if reader.resynced and reader.held else acked
         for diag, at in reader.resynced:
             self.diagnostics.append(diag)
             if direction == 1:
                 self._server_resync(at, out)
         reader.resynced.clear()
+        self._segments += direction == 0
         for value in values:
             if direction == 0:
                 self._command(value, value.ts)
@@ -177,15 +191,16 @@ class RespSession:
     def _server_resync(self, at: int, out: list[Operation]) -> None:
         """The server's framing resumed at ``at``. A command the client sent having
         received every server byte up to there came after everything lost: when exactly
-        one command was waiting before it, the lost bytes held that one's reply (not
-        subscribed, so no push could be among them), and pairing by order is proven
+        one command was waiting before it, the lost bytes held that one's reply (when it was
+        sent unsubscribed, so no push could be among them), and pairing by order is proven
         again."""
-        if not self._unsure or self._subscribed:
+        if not self._unsure:
             return
         for n, cmd in enumerate(self._queue):
             if cmd.acked != at:
                 continue
-            if n == 1 and self._queue[0].name not in _PER_CHANNEL | {_LOST}:
+            first = self._queue[0]
+            if n == 1 and first.name not in _PER_CHANNEL | {_LOST} and not first.subscribed:
                 head = self._queue.popleft()
                 head.op["diagnostics"].append(
                     Diagnostic(
@@ -200,6 +215,10 @@ class RespSession:
                 self._unsure = None
                 out.append(self._done(head.op, complete=False))
             elif n == 0:
+                self._unsure = None
+            elif n == 1 and first.name == _LOST and self._sequential(cmd, at, answered=True):
+                # the lost server bytes held the answers to the lost commands
+                self._queue.popleft()
                 self._unsure = None
             return
 
@@ -277,12 +296,17 @@ class RespSession:
         replies = max(1, len(args) - 1) if name in _PER_CHANNEL else 1
         if name in _PER_CHANNEL and name.endswith("UNSUBSCRIBE") and len(args) == 1:
             replies = 1  # one per channel subscribed: at least one
-        if name in ROLES and ROLES[name] == "pubsub.subscribe":
-            self._subscribed = True
         kept = args[1:] if name in QUEUE_COMMANDS else []
         command = _Command(name, op, replies, kept)
+        command.subscribed = self._subscribed
+        if name in ROLES and ROLES[name] == "pubsub.subscribe":
+            self._subscribed = True
         command.end = value.offset + value.size
         command.acked = self._acked
+        command.segment = self._segments
+        waiting = next((c for c in self._queue if c.name != _LOST), None)
+        if waiting is not None and waiting.segment < command.segment:
+            self._pipelined = True
         self._queue.append(command)
 
     # -- replies --------------------------------------------------------------------------
@@ -345,8 +369,11 @@ class RespSession:
                 1,
                 value.offset,
             )
+            self._queue[0].segment += 1
             return True
-        self._queue.popleft()
+        mark = self._queue.popleft()
+        if after is not None and self._sequential(after, value.offset, answered=mark.segment > 0):
+            return False
         self._unsure = self._unsure or f"{self.location} client"
         if not self._queue:
             self._diagnostic(
@@ -357,6 +384,25 @@ class RespSession:
             )
             return True
         return False
+
+    def _sequential(self, after: _Command, offset: int, *, answered: bool) -> bool:
+        """The reply at server ``offset`` answers ``after``, the first command seen after
+        lost client bytes (the last waiting), when TCP shows a sequential exchange (the
+        picture HTTP/1 pairing trusts, :mod:`agentshark.http.h1_pairing`): the client sent
+        ``after`` having received every server byte before this reply and none of it, after
+        the lost commands were ``answered`` (a reply to them seen, or server bytes lost
+        where their replies were: a sequential client waits for its reply), nothing after
+        ``after`` is waiting yet, and the server sent the reply having received ``after``
+        and no byte past it. Not on a connection that pipelines across segments, nor when
+        ``after`` was sent subscribed (a push may be among the replies)."""
+        return (
+            answered
+            and not self._pipelined
+            and not after.subscribed
+            and self._queue[-1] is after
+            and after.acked == offset
+            and self._acked == after.end
+        )
 
     def _is_push(self, value: RespValue) -> bool:
         if value.kind == ">":

@@ -184,7 +184,8 @@ class RespReader:
     commands (the client's direction)."""
 
     __slots__ = (
-        "_buf", "_need", "_pending_attributes", "_rec", "inline", "lost", "offset", "resynced",
+        "_buf", "_need", "_pending_attributes", "_rec", "held", "inline", "lost", "offset",
+        "resynced",
     )  # fmt: skip
 
     def __init__(self, *, inline: bool, location: str = "") -> None:
@@ -198,6 +199,9 @@ class RespReader:
         self.lost = False
         self.offset = 0  # stream offset of _buf[0]
         self.resynced: list[tuple[Diagnostic, int]] = []  # (its Diagnostic, where reading resumed)
+        # the values of the last feed include bytes held from earlier chunks while hunting
+        # (which came with earlier segments' TCP acknowledgments)
+        self.held = False
 
     @property
     def hunting(self) -> bool:
@@ -235,6 +239,7 @@ class RespReader:
             out: list[RespValue] = []
             if chunks:
                 self.resynced.append((diagnostics[0], at))
+                self.held = len(chunks) > 1
                 self.offset = at
                 for chunk, chunk_ts in chunks:
                     out.extend(self.feed(chunk, chunk_ts))
