@@ -22,8 +22,8 @@ gap: when the client's direction (known from the TCP handshake) lost its first b
 neither its head nor the server's names a protocol, the client bytes after the gap are heard
 too (a lost segment ends where the next one begins, most often at a message), and a
 resumable wire protocol (``WireProtocol.resumable``) whose sniffer recognizes them takes the
-connection (the Kafka or Redis client whose
-first request was lost); until :data:`_RESUME_BYTES` of them have come, the decision waits.
+connection (the Kafka or Redis client whose first request was lost); until
+:data:`_RESUME_BYTES` of them have come, the decision waits.
 """
 
 from __future__ import annotations

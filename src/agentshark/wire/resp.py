@@ -23,7 +23,7 @@ command owed before it, proves that one's reply lost (``resp.gap_unanswered``); 
 begins exactly where the client's acknowledgment stood when it sent the first command after
 lost client bytes, sent when the server had received that command and nothing past it,
 answers that command (a sequential client, the rule of HTTP/1 pairing; not once the
-connection pipelined). Otherwise replies pair by order as incomplete guesses
+connection pipelined across segments). Otherwise replies pair by order as incomplete guesses
 (``resp.gap_pairing``).
 
 Secrets: the password of AUTH and of HELLO's AUTH option is never kept (``details
@@ -95,7 +95,9 @@ def plain(kind: str, value: Any) -> Json:
 
 
 class _Command:
-    __slots__ = ("acked", "args", "end", "name", "op", "replies", "segment", "subscribed")
+    __slots__ = (
+        "acked", "answered", "args", "end", "name", "op", "replies", "segment", "subscribed",
+    )  # fmt: skip
 
     def __init__(self, name: str, op: dict[str, Any], replies: int, args: list[bytes]) -> None:
         self.name = name  # "" for the mark of client bytes lost in a gap
@@ -104,9 +106,8 @@ class _Command:
         self.args = args  # a queue command's arguments (after its name), else empty
         self.end = -1  # client stream offset past it
         self.acked = -1  # of the server's stream, by the segment that carried it
-        # the client segment (feed) that finished it; for the mark of lost client bytes, the
-        # replies given out since as answers to the lost commands
-        self.segment = 0
+        self.segment = 0  # the client segment (feed) that finished it
+        self.answered = 0  # for the mark of lost client bytes: replies given out to them
         self.subscribed = False  # the connection had subscribed when it was sent
 
 
@@ -369,10 +370,10 @@ class RespSession:
                 1,
                 value.offset,
             )
-            self._queue[0].segment += 1
+            self._queue[0].answered += 1
             return True
         mark = self._queue.popleft()
-        if after is not None and self._sequential(after, value.offset, answered=mark.segment > 0):
+        if after is not None and self._sequential(after, value.offset, answered=mark.answered > 0):
             return False
         self._unsure = self._unsure or f"{self.location} client"
         if not self._queue:
