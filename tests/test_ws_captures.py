@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import base64
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from agentshark.apis.model import Call
 from agentshark.model import Exchange
 from agentshark.pipeline import Options, run
 from tests.faults.pcapfile import pcap_bytes, read_capture
@@ -173,3 +175,84 @@ def test_websocket_over_http2_extended_connect() -> None:
     assert [(m.direction, m.close_code) for m in closes] == [(0, 1000), (1, 1000)]
     # hypercorn closes the connection without ending its side of the stream: not whole
     assert not ex.complete and [d.code for d in ex.diagnostics] == ["ws.session_open"]
+
+
+def _h2_server_records(name: str) -> tuple[Any, list[int]]:
+    """The capture and the indexes of its records that carry server bytes."""
+    capture = read_capture(FOLDER / name / "capture.pcap")
+    port = truth(name)["port"]
+    server = []
+    for i, r in enumerate(capture.records):
+        ip = r.data[14:] if capture.linktype == 1 else r.data[4:]
+        ihl = (ip[0] & 15) * 4
+        if int.from_bytes(ip[ihl : ihl + 2], "big") == port and ip[ihl + (ip[ihl + 12] >> 4) * 4 :]:
+            server.append(i)
+    return capture, server
+
+
+def _server_texts(ex: Exchange) -> list[tuple[str, list[str]]]:
+    """The server's text messages read whole: (event id, diagnostic codes)."""
+    assert ex.messages is not None
+    return [
+        (json.loads(r.message.payload)["event_id"], [d.code for d in r.diagnostics])
+        for r in ex.messages
+        if r.message.direction == 1
+        and r.message.opcode == 1
+        and r.message.complete
+        and r.message.payload is not None
+    ]
+
+
+def _realtime_calls(path: Path) -> list[Call]:
+    return [it for it in run([str(path)], Options(calls=True)) if isinstance(it, Call)]
+
+
+def test_http2_frames_lost_at_an_unknown_place_make_the_later_messages_suspect(
+    tmp_path: Path,
+) -> None:
+    """A whole DATA frame of the server lost (the segment after session.updated): the
+    stream resyncs at the next frame, and as the session was read while the stream went on,
+    the messages read before the loss stay clean; those after it are ``ws.suspect``."""
+    name = "ws_h2_realtime"
+    capture, server = _h2_server_records(name)
+    lost = server[5]  # SETTINGS, SETTINGS ACK, HEADERS, session.created, session.updated
+    path = tmp_path / "lost.pcap"
+    path.write_bytes(pcap_bytes(capture, [r for i, r in enumerate(capture.records) if i != lost]))
+    (ex,) = exchanges(path)
+    texts = _server_texts(ex)
+    want = [r["event_id"] for r in truth(name)["received"]]
+    ids = [i for i, _ in texts]
+    assert ids == [i for i in want if i in ids] and len(ids) < len(want)  # none invented
+    assert texts[:2] == [("event_0001", []), ("event_0002", [])]  # before the loss: clean
+    assert all("ws.suspect" in codes for _, codes in texts[2:]) and texts[2:]
+    assert not ex.complete
+    (call,) = _realtime_calls(path)
+    assert not call.complete
+
+
+def test_bytes_lost_inside_an_http2_data_frame_are_a_gap_where_they_were(
+    tmp_path: Path,
+) -> None:
+    """The server's DATA frame holding the response cut by a snap length: HTTP/2 knows how
+    many bytes of the stream were lost and where, so the session has a gap there (the cut
+    messages lost, no message suspect) rather than a stream that cannot be vouched for."""
+    name = "ws_h2_realtime"
+    capture, server = _h2_server_records(name)
+    big = max(server, key=lambda i: len(capture.records[i].data))
+    records = list(capture.records)
+    r = records[big]
+    records[big] = replace(r, data=r.data[: len(r.data) - 1200])  # orig_len stays
+    path = tmp_path / "cut.pcap"
+    path.write_bytes(pcap_bytes(capture, records))
+    (ex,) = exchanges(path)
+    assert ex.messages is not None
+    codes = [d.code for r in ex.messages for d in r.diagnostics]
+    assert "ws.gap" in codes and "ws.suspect" not in codes
+    texts = _server_texts(ex)
+    want = [r["event_id"] for r in truth(name)["received"]]
+    ids = [i for i, _ in texts]
+    assert ids[:3] == want[:3] and ids == [i for i in want if i in ids] and len(ids) < len(want)
+    closes = [r.message for r in ex.messages if r.message.kind == "close"]
+    assert [(m.direction, m.close_code) for m in closes] == [(0, 1000), (1, 1000)]
+    (call,) = _realtime_calls(path)
+    assert not call.complete

@@ -1,10 +1,12 @@
 """A Realtime session followed while it is written: each response's call comes once its
-``response.done`` is read, while the WebSocket is still open, and what following ends with
-is what ``agentshark analyze`` gives for the whole file."""
+``response.done`` is read, while the WebSocket is still open (after an HTTP/1.1 upgrade, or
+on an HTTP/2 or HTTP/3 stream), and what following ends with is what ``agentshark analyze``
+gives for the whole file."""
 
 from __future__ import annotations
 
 import io
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -26,6 +28,8 @@ _CASES = [
     _LOCAL / "ws_sdk_realtime_deflate",
     _LOCAL / "ws_sdk_realtime_tls13",
     CAPTURES / "ws_realtime_plain",
+    _LOCAL / "ws_h2_realtime",  # RFC 8441: on an HTTP/2 stream, read as its DATA come
+    _LOCAL / "h3_push_ws_datagram",  # RFC 9220: on an HTTP/3 stream
 ]
 _R = RenderOptions(events=True)
 
@@ -123,15 +127,16 @@ def test_early_calls_are_the_items_of_run_with_the_calls_before_their_session(
         return type(item).__name__
 
     assert sorted(map(repr, map(js, got))) == sorted(map(repr, map(js, want)))
-    kinds = [
-        ("call" if isinstance(i, Call) else "ws")
-        for i in got
-        if isinstance(i, Call) or (isinstance(i, Exchange) and i.messages is not None)
-    ]
+
+    def session_kinds(items: Sequence[object]) -> list[str]:
+        return [
+            ("call" if isinstance(i, Call) else "ws")
+            for i in items
+            if (isinstance(i, Call) and i.api == "openai.realtime")
+            or (isinstance(i, Exchange) and i.messages is not None)
+        ]
+
+    kinds = session_kinds(got)
     assert kinds[-1] == "ws" and "call" in kinds, kinds
-    batch_kinds = [
-        ("call" if isinstance(i, Call) else "ws")
-        for i in want
-        if isinstance(i, Call) or (isinstance(i, Exchange) and i.messages is not None)
-    ]
+    batch_kinds = session_kinds(want)
     assert batch_kinds[0] == "ws", "run gives a session's calls after its exchange"

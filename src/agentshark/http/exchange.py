@@ -13,8 +13,8 @@ diagnostic on the exchange saying where.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from typing import assert_never
+from dataclasses import dataclass, field, replace
+from typing import Protocol, assert_never
 
 from agentshark.errors import Diagnostic
 from agentshark.http.events import (
@@ -47,6 +47,18 @@ from agentshark.model import (
 )
 
 
+class TunnelSink(Protocol):
+    """Where the DATA of a stream switched to another protocol go as they come (a WebSocket
+    session on an HTTP/2 or HTTP/3 stream: :class:`~agentshark.pipeline.websocket.
+    WebSocketSession`); ``direction`` 0 is the client's."""
+
+    def feed(self, direction: int, data: bytes, ts: float) -> None: ...
+
+    def gap(self, direction: int, size: int, ts: float) -> None: ...
+
+    def taint(self, direction: int, diagnostic: Diagnostic, ts: float) -> None: ...
+
+
 @dataclass(slots=True)
 class _Open:
     request: Request | None = None
@@ -59,10 +71,19 @@ class _Open:
     interim: list[Interim] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     datagrams: list[HttpDatagram] = field(default_factory=list)
+    reserved: str | None = None  # the exchange's id, given when its stream was switched
+    sink: TunnelSink | None = None  # where its DATA go after the switch (not kept)
 
 
 class ExchangeAssembler:
-    """Builds the exchanges of one connection from its HTTP events."""
+    """Builds the exchanges of one connection from its HTTP events.
+
+    ``on_tunnel``, when set, is told of every stream an extended CONNECT switched to
+    WebSocket (RFC 8441 §4, RFC 9220: ``ProtocolSwitched`` on a stream): it is given the
+    handshake exchange, which takes its id then, as an HTTP/1.1 ``101`` exchange does when
+    it ends; the sink it returns gets the stream's DATA, gaps and taints from then on, in
+    order (the bodies count their bytes but keep none), and the exchange comes out with
+    that id when its stream ends."""
 
     def __init__(
         self,
@@ -88,6 +109,7 @@ class ExchangeAssembler:
         self._stray_datagrams = 0  # HTTP datagrams of no open exchange (the first is said)
         self.diagnostics: list[Diagnostic] = []  # problems not tied to one exchange
         self._bad_request: Diagnostic | None = None  # the last request the parser gave up on
+        self.on_tunnel: Callable[[Exchange], TunnelSink] | None = None
 
     def handle(self, events: Iterable[HttpEvent]) -> list[Exchange]:
         done: list[Exchange] = []
@@ -98,8 +120,11 @@ class ExchangeAssembler:
                 if msg is None:  # body of a message whose head the capture missed
                     msg = self._headless(ev.stream, ev.response, ev.ts)
                 body = msg.body
-                body.pieces.append((ev.ts, ev.data))
                 body.size += len(ev.data)
+                if o is not None and o.sink is not None:  # a tunnel's: read, not kept
+                    o.sink.feed(1 if ev.response else 0, ev.data, ev.ts)
+                else:
+                    body.pieces.append((ev.ts, ev.data))
             elif isinstance(ev, RequestHeaders):
                 self._on_request(ev)
             elif isinstance(ev, ResponseHeaders):
@@ -119,6 +144,8 @@ class ExchangeAssembler:
                 o = self._open.get(ev.stream)
                 if o is not None:
                     o.upgrade = ev.protocol
+                    if ev.protocol == "websocket" and self.on_tunnel is not None:
+                        self._tunnel(ev.stream, o, self.on_tunnel)
             elif isinstance(ev, ParseError):
                 diag = Diagnostic(
                     code="http.parse_error",
@@ -128,6 +155,8 @@ class ExchangeAssembler:
                 )
                 o = None if ev.stream is None else self._open.get(ev.stream)
                 (o.diagnostics if o is not None else self.diagnostics).append(diag)
+                if o is not None and o.sink is not None:  # its frames may be lost: say where
+                    o.sink.taint(1 if ev.response else 0, diag, ev.ts)
                 if o is None and not ev.response and self._bad_request is None:
                     self._bad_request = diag  # its response then says why it has no request
             elif isinstance(ev, StreamReset):
@@ -173,6 +202,28 @@ class ExchangeAssembler:
             upgrade=upgrade,
             diagnostics=[diagnostic],
             tls=self._tls_facts(),
+        )
+
+    def _tunnel(self, stream: int, o: _Open, on_tunnel: Callable[[Exchange], TunnelSink]) -> None:
+        """The handshake given to ``on_tunnel`` holds the two heads, complete when both
+        were read whole (their messages go on as the stream does)."""
+        assert o.request is not None and o.response is not None  # a CONNECT answered 2xx
+        whole = not o.gapped and all(d.code != "http.parse_error" for d in o.diagnostics)
+        o.reserved = self._next_id()
+        o.sink = on_tunnel(
+            Exchange(
+                id=o.reserved,
+                source=self._source,
+                connection=self._connection,
+                transport=self._transport,
+                request=replace(o.request, complete=whole),
+                response=replace(o.response, complete=whole),
+                upgrade=o.upgrade,
+                diagnostics=o.diagnostics,
+                tls=self._tls_facts(),
+                stream=stream,
+                datagrams=o.datagrams,
+            )
         )
 
     def adopt_request(self, stream: int, request: Request) -> None:
@@ -227,6 +278,8 @@ class ExchangeAssembler:
         msg.body.gap_bytes += ev.size
         msg.complete = False
         o.gapped = True
+        if o.sink is not None:
+            o.sink.gap(1 if ev.response else 0, ev.size, ev.ts)
         what = "response" if ev.response else "request"
         side = "server" if ev.response else "client"
         at = f" at {side} byte {ev.offset}" if ev.offset >= 0 else ""
@@ -378,7 +431,7 @@ class ExchangeAssembler:
         if o.request is None and o.response is None:
             return []
         ex = Exchange(
-            id=self._next_id(),
+            id=o.reserved or self._next_id(),
             source=self._source,
             connection=self._connection,
             transport=self._transport,

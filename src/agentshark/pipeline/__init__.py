@@ -124,6 +124,7 @@ def _with_calls(
     counter = itertools.count(1)
     sessions = McpSessions()
     open_sessions: dict[str, tuple[SessionCalls, list[Call]]] = {}  # by exchange id
+    restarted: dict[str, list[str]] = {}  # the ids its held calls had, by exchange id
 
     def next_id() -> str:
         return f"call{next(counter)}"
@@ -132,6 +133,12 @@ def _with_calls(
         next_id = shard.call_id
 
     for item in items:
+        if type(item) is WsProgress and item.restart:
+            entry = open_sessions.get(item.exchange.id)
+            if entry is not None and not opts.early_calls:  # given out already otherwise
+                del open_sessions[item.exchange.id]
+                restarted[item.exchange.id] = [c.id for c in entry[1]]
+            continue
         if type(item) is WsProgress:
             ws, held = open_sessions.get(item.exchange.id) or open_sessions.setdefault(
                 item.exchange.id, (SessionCalls(item.exchange, next_id), [])
@@ -145,8 +152,8 @@ def _with_calls(
         yield item  # type: ignore[misc]  # narrowed: not a WsProgress
         if isinstance(item, Exchange) and item.messages is not None:
             entry = open_sessions.pop(item.id, None)
-            if entry is None:  # no progress came: a message log, or WebSocket on HTTP/2
-                ws = SessionCalls(item, next_id)
+            if entry is None:  # no progress came (a message log), or a restart
+                ws = SessionCalls(item, _reusing(restarted.pop(item.id, []), next_id))
                 entry = (ws, ws.feed(with_losses(item.messages)))
             ws, held = entry
             yield from held
@@ -159,6 +166,15 @@ def _with_calls(
                 else:
                     yield call
     yield from sessions.close()
+
+
+def _reusing(ids: list[str], next_id: Callable[[], str]) -> Callable[[], str]:
+    """``ids`` first, in order, then ``next_id``'s (a session's calls read again keep the
+    ids their first reading took)."""
+    if not ids:
+        return next_id
+    given = iter(ids)
+    return lambda: next(given, None) or next_id()
 
 
 def _run(paths: Sequence[str], opts: Options, shard: Shard | None = None) -> Iterator[_Flow]:
@@ -406,7 +422,7 @@ def _packets(
     worker's connections are decoded, connections get the shard's ids, and the connections
     still open at the end are closed one by one (the parent orders them)."""
     name = report.path
-    quic = QuicSessions(keylog, report.index, name, prefix[:-1] + "q", next_id)
+    quic = QuicSessions(keylog, report.index, name, prefix[:-1] + "q", next_id, progress=opts.calls)
     quic_ready = quic.ready  # exchanges the QUIC connections finished (HTTP/3)
     decoder = PacketDecoder(source_name=name, udp=quic.datagram)
     tcp = TcpReassembler(source_name=name, max_buffered=opts.max_buffered, id_prefix=prefix)
@@ -501,8 +517,7 @@ def _packets(
         for events in shard.closing(tcp.close()):
             dispatch(events, ready)
             yield from drain(ready)
-    ready.extend(quic_ready)
-    ready.extend(quic.close())
+    ready.extend(quic.close())  # what quic_ready holds first
     report.connections += quic.connections
     yield from drain(ready)
     report.diagnostics.extend(decoder.close())

@@ -41,7 +41,12 @@ from agentshark.http.sniff import SNIFF_BYTES, sniff
 from agentshark.model import Exchange
 from agentshark.net.events import Connection, format_endpoint
 from agentshark.pipeline.reports import ConnectionReport
-from agentshark.pipeline.websocket import NO_HANDSHAKE, WebSocketSession, WsProgress, h2_websocket
+from agentshark.pipeline.websocket import (
+    NO_HANDSHAKE,
+    WebSocketSession,
+    WsProgress,
+    stream_websocket,
+)
 from agentshark.pipeline.wire import WireSession
 from agentshark.tls.events import TlsGap, TlsPlaintext
 from agentshark.tls.keylog import KeyLog
@@ -70,6 +75,7 @@ class HttpSession:
         "_h2",
         "_make_assembler",
         "_outbox",
+        "_tunnels",
         "_ws",
         "diagnostics",
         "exchanges",
@@ -89,9 +95,10 @@ class HttpSession:
         self._outbox = outbox  # where an open WebSocket session puts its progress
         self._h1: H1Connection | None = None
         self._h2: H2Connection | None = None
+        self._tunnels: dict[str, WebSocketSession] = {}  # open on HTTP/2 streams, by id
         if version == "h2":
             self._h2 = H2Connection(expect_preface=expect_preface)
-            self._assembler = make_assembler("h2")
+            self._assembler = self._h2_assembler()
         else:
             self._h1 = H1Connection()
             self._assembler = make_assembler("http/1.1")
@@ -162,6 +169,8 @@ class HttpSession:
 
     def close(self) -> list[Exchange]:
         done = self._assembler.close()
+        if self._tunnels:
+            done = [self._tunnel_ended(ex) for ex in done]
         if self._ws is not None:
             held = self._ws.close()
             done.extend([held] if held is not None else [])
@@ -176,9 +185,25 @@ class HttpSession:
     def _emit(self, events: list[HttpEvent]) -> list[Exchange]:
         done = self._assembler.handle(events)
         self.exchanges += len(done)
-        if self._h2 is not None and any(ex.upgrade == "websocket" for ex in done):
-            done = [h2_websocket(ex) if ex.upgrade == "websocket" else ex for ex in done]
+        if self._tunnels and done:
+            done = [self._tunnel_ended(ex) for ex in done]
         return done
+
+    def _h2_assembler(self) -> ExchangeAssembler:
+        """The HTTP/2 assembler, handing each stream switched to WebSocket (RFC 8441) to a
+        session that reads its DATA as they come."""
+        assembler = self._make_assembler("h2")
+        assembler.on_tunnel = self._tunnel
+        return assembler
+
+    def _tunnel(self, handshake: Exchange) -> WebSocketSession:
+        session = WebSocketSession(handshake, outbox=self._outbox)
+        self._tunnels[handshake.id] = session
+        return session
+
+    def _tunnel_ended(self, ex: Exchange) -> Exchange:
+        session = self._tunnels.pop(ex.id, None)
+        return ex if session is None else stream_websocket(ex, session)
 
     def _upgrade_to_h2(self, done: list[Exchange], ts: float) -> list[Exchange]:
         """The 101 to ``Upgrade: h2c`` was seen: hand the connection to HTTP/2."""
@@ -186,7 +211,7 @@ class HttpSession:
         upgraded = next((ex for ex in done if ex.upgrade == "h2c"), None)
         leftovers = self._h1.take_switched()
         out = self.close()  # the HTTP/1.1 part is over
-        self._assembler = self._make_assembler("h2")
+        self._assembler = self._h2_assembler()
         self._h2 = H2Connection(expect_preface=True, upgraded=True)
         if upgraded is not None and upgraded.request is not None:
             self._assembler.adopt_request(1, upgraded.request)

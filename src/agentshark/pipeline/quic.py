@@ -24,7 +24,7 @@ from agentshark.model import Exchange
 from agentshark.net.events import format_endpoint
 from agentshark.net.segment import UdpDatagram
 from agentshark.pipeline.reports import ConnectionReport
-from agentshark.pipeline.websocket import h2_websocket
+from agentshark.pipeline.websocket import WebSocketSession, WsProgress, stream_websocket
 from agentshark.quic.demux import QuicDemux, QuicFlow
 from agentshark.quic.events import QuicClosed
 from agentshark.quic.keys import APP, HANDSHAKE, INITIAL
@@ -38,26 +38,47 @@ _SPACES = {INITIAL: "initial", HANDSHAKE: "handshake", APP: "1rtt"}
 
 
 class _Session:
-    __slots__ = ("assembler", "exchanges", "h3", "undecided")
+    __slots__ = ("assembler", "exchanges", "h3", "tunnels", "undecided")
 
     def __init__(self) -> None:
         self.h3: H3Connection | None = None
         self.assembler: ExchangeAssembler | None = None
         self.exchanges = 0
         self.undecided = True
+        self.tunnels: dict[str, WebSocketSession] = {}  # open on HTTP/3 streams, by id
+
+    def ended(self, done: list[Exchange]) -> list[Exchange]:
+        """``done`` with each WebSocket (RFC 9220) given its session's messages."""
+        if not self.tunnels:
+            return done
+        out = []
+        for ex in done:
+            session = self.tunnels.pop(ex.id, None)
+            out.append(ex if session is None else stream_websocket(ex, session))
+        return out
 
 
 class QuicSessions:
     """Every QUIC connection of one capture; ``ready`` holds finished exchanges."""
 
     def __init__(
-        self, keylog: KeyLog, source: int, name: str, id_prefix: str, next_id: Callable[[], str]
+        self,
+        keylog: KeyLog,
+        source: int,
+        name: str,
+        id_prefix: str,
+        next_id: Callable[[], str],
+        *,
+        progress: bool = False,
     ) -> None:
+        """``progress``: open WebSocket sessions put their progress in ``ready`` too
+        (:class:`~agentshark.pipeline.websocket.WsProgress`, for the call stage)."""
         self._demux = QuicDemux(keylog, name, id_prefix)
         self._source = source
         self._next_id = next_id
         self._sessions: dict[str, _Session] = {}
-        self.ready: list[Exchange] = []
+        self.ready: list[Exchange | WsProgress] = []
+        self._outbox = self.ready.append if progress else None
         self.last_ts = 0.0
 
     def datagram(self, dg: UdpDatagram) -> bool:
@@ -80,7 +101,7 @@ class QuicSessions:
             if s.h3 is not None and s.assembler is not None:
                 http = s.h3.feed(ev)
                 if http:
-                    done = _datagrams(flow, _websockets(s.assembler.handle(http)))
+                    done = _datagrams(flow, s.ended(s.assembler.handle(http)))
                     s.exchanges += len(done)
                     self.ready.extend(done)
         return True
@@ -101,10 +122,20 @@ class QuicSessions:
                 location=flow.quic.location,
                 tls=info,
             )
+            tunnels = s.tunnels
 
-    def close(self) -> list[Exchange | ConnectionReport]:
-        """The capture ended: every connection's last exchanges, then its report."""
-        out: list[Exchange | ConnectionReport] = []
+            def tunnel(handshake: Exchange) -> WebSocketSession:
+                session = WebSocketSession(handshake, outbox=self._outbox)
+                tunnels[handshake.id] = session
+                return session
+
+            s.assembler.on_tunnel = tunnel
+
+    def close(self) -> list[Exchange | WsProgress | ConnectionReport]:
+        """The capture ended: what ``ready`` still holds, then every connection's last
+        exchanges (each after the progress of its session) and its report."""
+        out: list[Exchange | WsProgress | ConnectionReport] = [*self.ready]
+        self.ready.clear()
         ts = self.last_ts
         for flow in self._demux.flows:
             s = self._sessions.get(flow.conn.id) or _Session()
@@ -115,10 +146,10 @@ class QuicSessions:
             if s.h3 is not None and s.assembler is not None:
                 http = [e for ev in events for e in s.h3.feed(ev)]
                 http.extend(s.h3.close(ts))
-                done = _datagrams(
-                    flow, _websockets([*s.assembler.handle(http), *s.assembler.close()])
-                )
+                done = _datagrams(flow, s.ended([*s.assembler.handle(http), *s.assembler.close()]))
                 s.exchanges += len(done)
+                out.extend(self.ready)  # the progress of its sessions, read just now
+                self.ready.clear()
                 out.extend(done)
                 diagnostics.extend(s.h3.diagnostics)
                 diagnostics.extend(s.assembler.diagnostics)
@@ -205,13 +236,6 @@ class QuicSessions:
             diagnostics=diagnostics,
             tls=tls,
         )
-
-
-def _websockets(done: list[Exchange]) -> list[Exchange]:
-    """A WebSocket over an HTTP/3 stream (RFC 9220: an extended CONNECT with ``:protocol:
-    websocket`` answered 2xx) is read as over HTTP/2 (RFC 8441): the stream's DATA in each
-    direction are the session's frames."""
-    return [h2_websocket(ex) if ex.upgrade == "websocket" else ex for ex in done]
 
 
 def _datagrams(flow: QuicFlow, done: list[Exchange]) -> list[Exchange]:

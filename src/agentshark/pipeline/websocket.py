@@ -37,7 +37,7 @@ __all__ = [
     "NO_HANDSHAKE",
     "WebSocketSession",
     "WsProgress",
-    "h2_websocket",
+    "stream_websocket",
 ]
 
 MAX_MESSAGE = 1 << 20  # payload bytes kept per message
@@ -48,10 +48,14 @@ MAX_KEPT = 64 << 20  # payload bytes kept per session
 class WsProgress:
     """Not an item: messages of an open session (``exchange`` is its handshake), read
     since its last progress, with a :class:`~agentshark.model.WsLoss` where bytes were
-    lost; the call stage consumes it."""
+    lost; the call stage consumes it. ``restart`` (no records): frames of the stream were
+    found lost when no message came after them (HTTP/2 or HTTP/3 said so at its end), so
+    where they were is unknown and every message of the session is now ``ws.suspect``: the
+    calls are to be read again from the exchange's messages when it comes."""
 
     exchange: Exchange
     records: list[WsRecord | WsLoss]
+    restart: bool = False  # the records given so far cannot be vouched for: see below
 
 
 class WebSocketSession:
@@ -67,7 +71,9 @@ class WebSocketSession:
         "_outbox",
         "_pending",
         "_records",
+        "_suspect",
         "_unsent",
+        "_unsettled",
         "bytes",
         "done",
     )
@@ -103,6 +109,8 @@ class WebSocketSession:
         self._ended: list[bool | None] = [None, None]  # None: open; True: FIN; False: not
         self._kept = 0
         self._gaps = 0  # bytes lost: whole messages may have gone with them
+        self._suspect: Diagnostic | None = None  # said on every message since a taint
+        self._unsettled = [False, False]  # a taint of the direction no message followed
         self._last: float = response.ended if response and response.ended else 0.0
         self.bytes = [0, 0]  # per direction, after the handshake
         self.done = False  # the exchange was given out
@@ -120,6 +128,46 @@ class WebSocketSession:
         self._take(direction, self._dirs[direction].gap(size, ts))
         if self._outbox is not None:
             self._progress()
+
+    def taint(self, direction: int, diagnostic: Diagnostic, ts: float) -> None:
+        """The stream carrying the session (HTTP/2 or HTTP/3) may have lost frames of
+        ``direction`` at an unknown place before now (``diagnostic`` names the loss): how
+        many bytes went and where the next frame starts are unknown, so every message read
+        from here on, either direction, is marked ``ws.suspect`` (its neighbours may be
+        missing), and the loss goes to the call stage where it happened."""
+        if self._suspect is None:
+            self._suspect = Diagnostic(
+                code="ws.suspect",
+                message="the stream carrying this WebSocket lost frames at an unknown place "
+                f"before this message ({diagnostic.location}): any message may be missing "
+                "around it",
+                location=f"{self._exchange.id} websocket",
+            )
+        self._gaps += 1
+        self._last = ts
+        self._unsettled[direction] = True
+        if self._outbox is not None:
+            self._unsent.append(WsLoss(direction=direction, diagnostic=self._suspect))
+            self._progress()
+
+    @property
+    def tainted(self) -> bool:
+        return self._suspect is not None
+
+    @property
+    def unsettled(self) -> bool:
+        """A taint came after the last message of its direction (see :func:`stream_websocket`)."""
+        return self._unsettled[0] or self._unsettled[1]
+
+    def restart(self) -> None:
+        """Tell the call stage that the calls read so far are to be read again."""
+        if self._outbox is not None:
+            self._outbox(WsProgress(exchange=self._exchange, records=[], restart=True))
+
+    def adopt(self, exchange: Exchange) -> None:
+        """The finished exchange of the handshake this session was opened with (the same
+        id; its messages' ends and diagnostics as the stream ended): the one given out."""
+        self._exchange = exchange
 
     def _progress(self) -> None:
         """The records read since the last progress, to the outbox (when any)."""
@@ -174,6 +222,9 @@ class WebSocketSession:
                 pending.clear()
             else:
                 record = _record(ev, [])
+            if self._suspect is not None:
+                record.diagnostics.append(self._suspect)
+                self._unsettled[ev.direction] = False
             append(record)
             if unsent is not None:
                 unsent.append(record)
@@ -231,33 +282,43 @@ def _record(message: WsMessage, diagnostics: list[Diagnostic]) -> WsRecord:
     return record
 
 
-def h2_websocket(exchange: Exchange) -> Exchange:
-    """A WebSocket bootstrapped on an HTTP/2 stream (RFC 8441 §4: an extended CONNECT with
-    ``:protocol: websocket`` answered 2xx): the stream's DATA in each direction are the
-    session's frames. The exchange comes with its messages; it is complete when both
-    streams ended whole (END_STREAM, no byte lost)."""
+def stream_websocket(exchange: Exchange, session: WebSocketSession) -> Exchange:
+    """The end of a WebSocket bootstrapped on an HTTP/2 or HTTP/3 stream (RFC 8441 §4,
+    RFC 9220: an extended CONNECT with ``:protocol: websocket`` answered 2xx), whose DATA in
+    each direction ``session`` read as they came (the assembler's ``on_tunnel``): the
+    finished ``exchange`` (the handshake's id) with the session's messages, complete when
+    both streams ended whole (END_STREAM, no byte lost). Bytes lost inside a DATA frame
+    were a gap of the session where they were; frames lost at an unknown place were a
+    taint (:meth:`WebSocketSession.taint`): the messages read after one are ``ws.suspect``.
+    A taint that no message of its direction followed (HTTP/3 names a stream's hole that
+    was never filled only when the stream ends) cannot be placed: the lost bytes came after
+    the direction's last message, but were sent at an unknown time, so any message of the
+    session may have been answered by them: every one is made ``ws.suspect``. After a taint
+    the call stage reads the session's calls again from its messages in time order
+    (:meth:`WebSocketSession.restart`): HTTP/2 holds the bytes after lost frames until it
+    finds the frames again, so the order they were read in is not the order they came."""
     req, resp = exchange.request, exchange.response
-    if req is None or resp is None or not 200 <= resp.status < 300:
-        return exchange
-    session = WebSocketSession(exchange)
-    for direction, message in ((0, req), (1, resp)):
-        for ts, data in message.body.pieces:
-            session.feed(direction, data, ts)
+    assert req is not None and resp is not None  # a switch needs both heads
+    session.adopt(exchange)
     last = resp.ended or req.ended or 0.0
     session.end(0, req.ended or last, clean=req.complete)
     done = session.end(1, last, clean=resp.complete)
-    assert done is not None
-    lost = [m for m in (req, resp) if m.body.gap_bytes]
-    if not lost and not any(d.code == "http.parse_error" for d in exchange.diagnostics):
+    assert done is not None and done.messages is not None  # both directions ended just now
+    if not session.tainted:
         return done
-    # HTTP/2 lost frames of this stream (or may have): where in it is not known, so no
-    # message of the session can be vouched for (each keeps what it holds, marked).
-    assert done.messages is not None
+    session.restart()
+    if not session.unsettled:
+        return done
     suspect = Diagnostic(
         code="ws.suspect",
-        message="the HTTP/2 stream carrying this WebSocket lost frames at an unknown place: "
-        "any message may be missing around this one",
+        message="the stream carrying this WebSocket lost frames at an unknown place: any "
+        "message may be missing around this one",
         location=f"{exchange.id} websocket",
     )
-    records = [replace(r, diagnostics=[*r.diagnostics, suspect]) for r in done.messages]
+    records = [
+        r
+        if any(d.code == "ws.suspect" for d in r.diagnostics)
+        else replace(r, diagnostics=[*r.diagnostics, suspect])
+        for r in done.messages
+    ]
     return replace(done, messages=records, session_complete=False)
