@@ -138,8 +138,27 @@ def test_a_block_never_unblocked_is_named_at_close() -> None:
     )
     errors = [e for e in out if isinstance(e, ParseError)]
     assert len(errors) == 1 and "encoder stream never inserted" in errors[0].message
-    assert isinstance(out[-2], RequestHeaders) and out[-2].method == "?"
+    # the head it could not decode first, then its error (so that it is the exchange's)
+    assert isinstance(out[-3], RequestHeaders) and out[-3].method == "?"
+    assert out[-2] is errors[0] and errors[0].stream == 4
     assert isinstance(out[-1], MessageEnded) and not out[-1].complete
+
+
+def test_a_midway_connection_names_a_dynamic_block_at_once() -> None:
+    """Read from its middle, the connection's SETTINGS and encoder stream were sent before
+    the capture: a block that uses the dynamic table fails when it comes, so its body and
+    its response stay one exchange; a static-only block decodes."""
+    encoder = pylsqpack.Encoder()
+    encoder.apply_settings(4096, 16)
+    encoder.encode(0, REQUEST)
+    _, dynamic = encoder.encode(4, REQUEST)
+    _, static = pylsqpack.Encoder().encode(8, REQUEST)
+    h3 = H3Connection(midway=True)
+    out = feed(h3, [data(0, 4, frame(1, dynamic) + frame(0, b"{}"), fin=True)])
+    assert [type(e) for e in out] == [RequestHeaders, ParseError, BodyData, MessageEnded]
+    assert isinstance(out[1], ParseError) and "before the capture started" in out[1].message
+    out = feed(h3, [data(0, 8, frame(1, static), fin=True)])
+    assert isinstance(out[0], RequestHeaders) and out[0].method == "POST"
 
 
 def test_a_gap_inside_data_is_a_body_gap() -> None:

@@ -222,10 +222,10 @@ def test_http_datagrams_are_messages_of_their_request_stream() -> None:
 
 def test_a_connection_seen_midway_is_named_not_left_as_udp() -> None:
     """``h3_midway`` is ``h3_openai`` without its long-header datagrams: the short headers'
-    repeated destination connection ID tells QUIC; nothing can be decrypted without the
-    ClientHello's random, and the diagnostic says so and what to do."""
+    repeated destination connection ID tells QUIC; without a key log nothing can be
+    decrypted, and the diagnostic says so and what to do."""
     folder = CAPTURES / "h3_midway"
-    got = Collected([str(folder / "capture.pcap")], Options(keylogs=[str(folder / "keys.log")]))
+    got = Collected([str(folder / "capture.pcap")], Options())
     truth = _truth("h3_midway")
     assert got.exchanges == []
     (conn,) = got.connections
@@ -239,6 +239,76 @@ def test_a_connection_seen_midway_is_named_not_left_as_udp() -> None:
     assert diag.code == "quic.midway"
     assert f"the {untaken} before that are counted as UDP" in diag.message
     assert "Start the capture before the client connects" in diag.message
+
+
+def _bodies(ex: Exchange) -> tuple[str | None, str | None]:
+    return tuple(  # type: ignore[return-value]
+        None if m is None else hashlib.sha256(m.body.data()).hexdigest()
+        for m in (ex.request, ex.response)
+    )
+
+
+def test_a_midway_connection_is_opened_by_trying_the_key_log() -> None:
+    """With the key log, ``h3_midway``'s short headers open with the session's 1-RTT
+    secrets (found by trial: the DCID length, the key phase, the packet numbers): every
+    request of ``h3_openai`` is read, roles from whose secret opened which packet. The
+    requests after the first use QPACK's dynamic table, which the capture started after:
+    their heads are said undecodable at once, each body with its response."""
+    folder = CAPTURES / "h3_midway"
+    got = Collected([str(folder / "capture.pcap")], Options(keylogs=[str(folder / "keys.log")]))
+    truth = _truth("h3_midway")
+    want = _truth("h3_openai")["requests"]
+    (conn,) = got.connections
+    assert conn.protocol == "h3" and conn.connection.server[1] == truth["server_port"]
+    assert sum(conn.connection.packets) == truth["datagrams"]
+    assert got.sources[-1].not_analyzed.get("udp", 0) == 0
+    assert (
+        conn.tls is not None and conn.tls["decrypted"] and conn.tls["quic"]["not_decrypted"] == {}
+    )
+    assert conn.tls["unknown"] == ["alpn", "early_data", "resumed", "sni"]
+    assert "quic.midway_opened" in [d.code for d in conn.diagnostics]
+    assert [_bodies(ex) for ex in got.exchanges] == [
+        (r["request_sha256"], r["response_sha256"]) for r in want
+    ]
+    first, *rest = got.exchanges
+    assert first.complete and first.request is not None and first.request.target == "/v1/models"
+    for ex in rest:
+        assert not ex.complete and ex.response is not None and ex.response.status == 200
+        (diag,) = ex.diagnostics
+        assert "before the capture started" in diag.message
+
+
+def test_a_capture_from_the_servers_initial_reads_every_request(tmp_path: Path) -> None:
+    """``h3_openai`` without its first datagram (the client's Initial): the server's Initial
+    cannot be opened (its keys come from the lost packet's DCID), but its Handshake packet,
+    coalesced after it, opens with the key log's handshake secrets by trial; from there the
+    connection reads as a whole one: every request as in ``h3_openai``, the ALPN from
+    EncryptedExtensions, the SNI unknown."""
+    capture = read_capture(CAPTURES / "h3_openai" / "capture.pcap")
+    cut = tmp_path / "cut.pcap"
+    cut.write_bytes(pcap_bytes(capture, capture.records[1:]))
+    keylogs = [str(CAPTURES / "h3_openai" / "keys.log")]
+    got = Collected([str(cut)], Options(keylogs=keylogs))
+    whole = Collected([str(CAPTURES / "h3_openai" / "capture.pcap")], Options(keylogs=keylogs))
+
+    def view(ex: Exchange) -> tuple[object, ...]:
+        assert ex.request is not None and ex.response is not None
+        return (ex.request.method, ex.request.url, ex.response.status, _bodies(ex), ex.complete)
+
+    assert [view(ex) for ex in got.exchanges] == [view(ex) for ex in whole.exchanges]
+    assert len(got.exchanges) == len(_truth("h3_openai")["requests"])
+    (conn,) = got.connections
+    assert (
+        conn.tls is not None
+        and conn.tls["alpn"] == "h3"
+        and conn.tls["unknown"]
+        == [
+            "resumed",
+            "sni",
+        ]
+    )
+    assert conn.tls["quic"]["not_decrypted"] == {"initial_client": 1, "initial_server": 1}
+    assert conn.connection.client == whole.connections[0].connection.client
 
 
 def test_a_connection_without_its_initials_is_told_by_a_handshake_packet(

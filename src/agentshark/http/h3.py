@@ -112,9 +112,10 @@ class _Half:
 class H3Connection:
     """The HTTP/3 layer of one connection: ``feed`` QUIC events, ``close`` at the end."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, midway: bool = False) -> None:
+        """``midway``: the connection is read from its middle (see ``QpackSide``)."""
         self._halves: dict[tuple[int, int], _Half] = {}
-        self._qpack = (QpackSide(), QpackSide())  # by sender
+        self._qpack = (QpackSide(midway=midway), QpackSide(midway=midway))  # by sender
         self.settings: list[dict[int, int] | None] = [None, None]
         self.diagnostics: list[Diagnostic] = []
         self.skipped: dict[str, int] = {}
@@ -324,6 +325,10 @@ class H3Connection:
     ) -> None:
         _, headers, why = found
         if headers is None:
+            if not h.head:  # first the message it opens, so that the error is its own
+                self._lost_head(h, d, sid, ts, out)
+            else:
+                h.lossy = True
             out.append(
                 ParseError(
                     response=d == 1,
@@ -333,10 +338,6 @@ class H3Connection:
                     stream=sid,
                 )
             )
-            if not h.head:
-                self._lost_head(h, d, sid, ts, out)
-            else:
-                h.lossy = True
             return
         if h.head:
             h.trailers = headers

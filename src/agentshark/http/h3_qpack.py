@@ -27,6 +27,12 @@ Decoded = tuple[int, Headers | None, str | None]  # stream, headers (None: faile
 _BLOCKED_MARGIN = 128  # blocked streams allowed past the announced limit (tolerant reading)
 
 
+_BEFORE_CAPTURE = (
+    "its header block refers to dynamic table entries the encoder stream inserted before the "
+    "capture started (the connection is read from its middle)"
+)
+
+
 def _headers(raw: list[tuple[bytes, bytes]]) -> Headers:
     return [(_text(n), _text(v)) for n, v in raw]
 
@@ -41,9 +47,13 @@ def _text(raw: bytes) -> str:
 class QpackSide:
     """The header blocks one endpoint sent, decoded with its encoder-stream instructions."""
 
-    __slots__ = ("_decoder", "_encoder_bytes", "_static", "_waiting", "blocked")
+    __slots__ = ("_decoder", "_encoder_bytes", "_midway", "_static", "_waiting", "blocked")
 
-    def __init__(self) -> None:
+    def __init__(self, *, midway: bool = False) -> None:
+        """``midway``: the connection is read from its middle (the peer's SETTINGS and the
+        encoder stream were sent before the capture): a block that uses the dynamic table
+        fails at once, named, instead of waiting for what never comes."""
+        self._midway = midway
         self._decoder: pylsqpack.Decoder | None = None
         self._static: pylsqpack.Decoder | None = None
         self._encoder_bytes = bytearray()
@@ -95,6 +105,8 @@ class QpackSide:
         """A header block of stream ``sid``: decoded now, or None when it has to wait."""
         decoder = self._decoder
         if decoder is None:
+            if data[:1] != b"\x00" and self._midway:
+                return (sid, None, _BEFORE_CAPTURE)
             if data[:1] != b"\x00":
                 self._waiting[sid] = data
                 return None

@@ -524,6 +524,11 @@ def _packets(
     report.diagnostics.extend(tcp.diagnostics)
     report.packets = packets
     report.not_analyzed = dict(decoder.counts)
+    if quic.reclaimed:  # datagrams held as UDP until a connection opened by trial read them
+        udp = report.not_analyzed.get("udp", 0) - quic.reclaimed
+        report.not_analyzed.pop("udp", None)
+        if udp > 0:
+            report.not_analyzed["udp"] = udp
     report.stats = dict(tcp.stats)
     report.stats.update(quic.stats)
     if shard is not None:

@@ -110,8 +110,11 @@ class QuicSessions:
         s.undecided = False
         info = flow.quic.info
         alpn = info.alpn
-        if alpn == "h3" or (alpn is None and any(a.startswith("h3") for a in info.alpn_offered)):
-            s.h3 = H3Connection()
+        offered = any(a.startswith("h3") for a in info.alpn_offered)
+        # a connection opened mid-way by trial has no handshake to say: read as HTTP/3, the
+        # one application protocol read over QUIC (its report says the ALPN is unknown)
+        if alpn == "h3" or (alpn is None and (offered or flow.quic.midway)):
+            s.h3 = H3Connection(midway=flow.quic.app_midway)
             s.assembler = ExchangeAssembler(
                 source=self._source,
                 connection=flow.conn.id,
@@ -178,6 +181,11 @@ class QuicSessions:
     @property
     def connections(self) -> int:
         return len(self._demux.flows) + len(self._demux.midway.found)
+
+    @property
+    def reclaimed(self) -> int:
+        """UDP datagrams the packet decoder counted that a QUIC connection read after all."""
+        return self._demux.reclaimed
 
     @property
     def stats(self) -> dict[str, int]:

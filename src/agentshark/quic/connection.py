@@ -26,6 +26,7 @@ from agentshark.quic.events import (
 from agentshark.quic.keys import APP, EARLY_LABEL, HANDSHAKE, INITIAL, SECRET_LABELS, KeyRing
 from agentshark.quic.protection import PacketKeys, decode_packet_number, retry_tag_valid
 from agentshark.quic.streams import Reassembly
+from agentshark.quic.trial import Opened, Trial
 from agentshark.quic.wire import (
     KNOWN_VERSIONS,
     LongHeader,
@@ -103,6 +104,56 @@ class QuicConnection:
         self._scid_seen = [False, False]
         self._hello_taken = False  # the ClientHello of the current attempt was read
         self._server_read = [False, False]  # the ServerHello, the EncryptedExtensions read
+        self.midway = False  # opened by trial: the capture does not hold its first Initial
+        self.app_midway = False  # ... and from a 1-RTT packet: streams may predate the capture
+        self._trial: Trial | None = None  # a midway connection's: finds the other side's keys
+        self._before: set[tuple[int, int]] = set()  # streams begun before the capture
+        self._before_bytes = 0
+        self._untaken = 0  # a midway connection's datagrams before the one that opened
+
+    @classmethod
+    def opened_midway(
+        cls,
+        keylog: KeyLog,
+        opened: Opened,
+        trial: Trial,
+        sender: int,
+        location: str,
+        *,
+        untaken: int = 0,
+    ) -> QuicConnection:
+        """A connection whose start the capture does not hold, found by ``trial``: the
+        packet ``sender`` (0: the client) sent opened with ``opened``'s keys. Its handshake
+        facts are unknown (``tls.unknown``) but the session's client random; the keys of
+        the other direction are found by trying that session's secrets on its first packet;
+        Initial packets cannot be opened (their keys come from the lost first Initial)."""
+        conn = cls(keylog, b"", opened.version, location)
+        conn.midway = True
+        conn.app_midway = opened.space == APP
+        conn._trial = trial
+        conn._untaken = untaken
+        ring = conn.keys
+        ring.client_random = opened.client_random
+        ring.suite = opened.keys.suite
+        info = conn.info
+        info.client_random = opened.client_random.hex()
+        info.cipher_suite = opened.keys.suite.name
+        info.unknown = ["alpn", "early_data", "resumed", "sni"]
+        conn.cid_len = [-1, -1]
+        conn._midway_keys(sender, opened)
+        return conn
+
+    def _midway_keys(self, d: int, opened: Opened) -> None:
+        """``opened`` opened a packet ``d`` sent: its keys, DCID length and packet number
+        become the direction's (the next number decoded is that one)."""
+        if opened.cid_len >= 0:
+            self.cid_len[d] = opened.cid_len
+        if opened.space == APP:
+            self.keys.set_app(d, opened.keys, phase=opened.updates & 1, updates=opened.updates)
+            self._largest[APP][d] = opened.pn - 1
+        else:  # a Handshake packet's keys
+            self.keys.set_handshake(d, opened.keys)
+            self._largest[HANDSHAKE][d] = opened.pn - 1
 
     # -- datagrams ------------------------------------------------------------------------
 
@@ -125,7 +176,9 @@ class QuicConnection:
             if not first:  # zero bytes after the packets: padding (RFC 9000 §12.2)
                 break
             if not first & 0x80:
-                if first & 0x40:  # short header (§17.3): to the end of the datagram
+                if first & 0x40 and self.cid_len[direction] < 0:  # midway: keys not found yet
+                    self._midway_short(direction, data[pos:], ts, out)
+                elif first & 0x40:  # short header (§17.3): to the end of the datagram
                     self._packet(
                         APP, direction, data[pos:], 1 + self.cid_len[direction], False, ts, out
                     )
@@ -149,6 +202,19 @@ class QuicConnection:
                 break
             pos = hdr.end
         return out
+
+    def _midway_short(self, d: int, pkt: bytes, ts: float, out: list[QuicEvent]) -> None:
+        """The first short-header packet of a direction of a midway connection: its DCID
+        length and keys are found by trying the session's secrets of that direction."""
+        assert self._trial is not None and self.keys.client_random is not None
+        opened = self._trial.short(pkt, sides=(d,), only=self.keys.client_random)
+        if opened is None:
+            self.packets[d] += 1
+            self.unopened[(APP, d)] = self.unopened.get((APP, d), 0) + 1
+            return
+        self._midway_keys(d, opened)
+        self.new_cids.append((pkt[1 : 1 + opened.cid_len], d))
+        self._packet(APP, d, pkt, 1 + opened.cid_len, False, ts, out)
 
     @staticmethod
     def _whole_packets(data: bytes) -> bytes:
@@ -352,6 +418,8 @@ class QuicConnection:
         """The keys to try, each with the key phase it is for (-1: any)."""
         keys = self.keys
         if space == INITIAL:
+            if self.midway:  # its keys come from the first Initial's DCID, not captured
+                return []
             return [(keys.initial(d, version), -1)]
         if space == HANDSHAKE:
             known = keys.handshake(d)
@@ -448,6 +516,10 @@ class QuicConnection:
         if st is None:
             if key in self._done:
                 return  # a retransmission after the stream ended
+            if self.app_midway and (f.offset > 0 or key in self._before):
+                self._before.add(key)  # begun before the capture: its start is not here
+                self._before_bytes += len(f.data)
+                return
             st = self._streams[key] = _Stream()
         if f.fin:
             st.fin_at = f.offset + len(f.data)
@@ -570,7 +642,34 @@ class QuicConnection:
         self.info.key_updates = sum(self.keys.key_updates)
         self.info.records = list(self.packets)
         self._summarize()
+        if self.midway:
+            self.diagnostics.append(self._midway_note())
         return out
+
+    def _midway_note(self) -> Diagnostic:
+        first = "1-RTT" if self.app_midway else "Handshake"
+        opened = (
+            f"its {first} packets were opened by trying the key log's secrets (the session "
+            f"of client random {(self.info.client_random or '')[:16]}…)"
+        )
+        unknown = ", ".join(sorted(self.info.unknown)) or "nothing else"
+        before = (
+            f"; {len(self._before)} streams began before the capture: their "
+            f"{self._before_bytes} bytes are not read (their start is missing)"
+            if self._before
+            else ""
+        )
+        if self._untaken:
+            before += f"; the {self._untaken} datagrams before the first one opened are not read"
+        return Diagnostic(
+            code="quic.midway_opened",
+            severity="info",
+            location=self.location,
+            message=f"the capture starts after this connection's first Initial: {opened}; "
+            f"unknown: {unknown}; its Initial packets cannot be opened"
+            + ("; QPACK state sent before the capture is missing" if self.app_midway else "")
+            + before,
+        )
 
     def _flush(self, key: tuple[int, int], st: _Stream, out: list[QuicEvent]) -> None:
         d, sid = key

@@ -120,8 +120,14 @@ class KeyRing:
             return [st.current]
         return [st.current.updated(), *([st.previous] if st.previous is not None else [])]
 
-    def set_app(self, direction: int, keys: PacketKeys) -> None:
-        self._app[direction] = _Phases(keys)
+    def set_app(
+        self, direction: int, keys: PacketKeys, *, phase: int = 0, updates: int = 0
+    ) -> None:
+        """The direction's 1-RTT keys: of key ``phase``, ``updates`` Key Updates past the
+        logged secret (a connection seen mid-way, opened by trial, may be past some)."""
+        st = self._app[direction] = _Phases(keys)
+        st.bit = phase
+        self.key_updates[direction] += updates
 
     def opened(self, direction: int, phase: int, keys: PacketKeys) -> None:
         """``keys`` opened a 1-RTT packet of ``phase``: a Key Update when they are new."""

@@ -30,6 +30,7 @@ __all__ = ["MAX_PATHS", "Midway", "MidwayPaths"]
 
 SAME_PREFIX = 4
 SAME_DATAGRAMS = 3
+HELD = 8  # datagrams a path keeps, with a key log, for a connection opened by trial
 MAX_PATHS = 4096  # undecided paths followed at once (the oldest is forgotten past it)
 
 _Endpoint = tuple[str, int]
@@ -39,10 +40,12 @@ _Ends = tuple[_Endpoint, _Endpoint]
 class Midway:
     """One path's datagrams: counts, the first bytes per direction, what told QUIC."""
 
-    __slots__ = ("conn", "evidence", "heads", "prefix", "seen", "untaken", "versions")
+    __slots__ = ("conn", "evidence", "heads", "held", "prefix", "seen", "untaken", "versions")
 
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
+        # (sender, datagram, time, taken: False when it was left to be counted as UDP)
+        self.held: list[tuple[_Endpoint, bytes, float, bool]] = []
         self.heads: list[bytes | None] = [None, None]  # bytes 1..21 of a direction's first
         self.prefix = [21, 21]  # the bytes all of a direction's short headers share so far
         self.seen = [0, 0]  # short-header datagrams per direction
@@ -76,8 +79,12 @@ class MidwayPaths:
         self._paths: dict[_Ends, Midway] = {}
         self.found: list[Midway] = []
 
-    def datagram(self, src: _Endpoint, dst: _Endpoint, data: bytes, ts: float) -> bool:
-        """Take the datagram when its path is (or now shows itself) QUIC."""
+    def datagram(
+        self, src: _Endpoint, dst: _Endpoint, data: bytes, ts: float, *, hold: bool = False
+    ) -> bool:
+        """Take the datagram when its path is (or now shows itself) QUIC; ``hold``: keep
+        the path's first ``HELD`` datagrams, so that a connection opened by trial later
+        (:meth:`forget`) reads them too."""
         ends = (src, dst) if src <= dst else (dst, src)
         m = self._paths.get(ends)
         if m is None:
@@ -87,18 +94,37 @@ class MidwayPaths:
                     del self._paths[old]
             m = self._paths[ends] = Midway(_connection(ends, ts))
         d = 0 if src == m.conn.client else 1
+        keep = hold and len(m.held) < HELD
         if not m.evidence:
             self._weigh(m, d, data)
             if not m.evidence:
                 m.untaken += 1
+                if keep:
+                    m.held.append((src, data, ts, False))
                 return False
             m.conn.id = f"{self._prefix}{self._next_number()}"
             self.found.append(m)
+        if keep:
+            m.held.append((src, data, ts, True))
         c = m.conn
         c.last_ts = ts
         c.bytes[d] += len(data)
         c.packets[d] += 1
         return True
+
+    def forget(
+        self, src: _Endpoint, dst: _Endpoint
+    ) -> tuple[list[tuple[_Endpoint, bytes, float, bool]], int, str]:
+        """The path is a connection opened after all (``agentshark.quic.trial``): it is no
+        longer one seen mid-way; the datagrams it held, how many it had (taken or counted
+        as UDP, the held ones among them), the connection id it was given ("" if none)."""
+        ends = (src, dst) if src <= dst else (dst, src)
+        m = self._paths.pop(ends, None)
+        if m is None:
+            return [], 0, ""
+        if m in self.found:
+            self.found.remove(m)
+        return m.held, sum(m.conn.packets) + m.untaken, m.conn.id
 
     def _weigh(self, m: Midway, d: int, data: bytes) -> None:
         if data[0] & 0x80:
