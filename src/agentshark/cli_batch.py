@@ -215,7 +215,7 @@ def _on_cluster(args: argparse.Namespace, inputs: list[Input], opts: TaskOptions
 
     if args.scheduler is not None:
         try:
-            client = Client(args.scheduler, timeout="10s")  # type: ignore[no-untyped-call]
+            client = Client(args.scheduler, timeout="5s")  # type: ignore[no-untyped-call]
         except (OSError, ValueError, TimeoutError) as exc:
             raise _UsageError(
                 f"--scheduler {args.scheduler}: cannot connect ({exc}); is the scheduler "
