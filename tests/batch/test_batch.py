@@ -93,6 +93,12 @@ def test_the_corpus_on_two_workers(
         seen = [by_key[k] for k in join["files"]]
         assert {Path(u).parent.name for u in seen} == {"proxy_sdk_run"}
         assert {Path(u).name for u in seen} == proxy, join
+    for trace in merged["traces"]:  # each Gemini call: one span, seen in the three files
+        for group in trace["same_calls"]:
+            assert len(group) == 3
+            models = [s for s in trace["spans"] if s["kind"] == "model"]
+            assert [s["call_id"] for s in models] == [group[0]]
+            assert models[0]["seen_as"] == group[1:]
     joined = sum(len(j["files"]) - 1 for j in merged["joins"])
     assert len(merged["traces"]) == sum(f["traces"] for f in files.values()) - joined
     assert merged["schema"] == "agentshark.report/1"

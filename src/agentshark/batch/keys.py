@@ -49,6 +49,17 @@ def trace_keys(
     return [(kind, value, member) for (kind, value), member in out.items()]
 
 
+def trace_responses(trace: Trace, calls: Mapping[str, Call]) -> dict[str, str]:
+    """Response id -> the call of ``trace`` that got that response (ids that look unique):
+    in another file, a call with the same response is the same call, seen there too."""
+    out: dict[str, str] = {}
+    for member in trace.calls:
+        call = calls.get(member)
+        if call is not None and call.response_id and unique_looking(call.response_id):
+            out.setdefault(call.response_id, member)
+    return out
+
+
 def _call_keys(call: Call) -> Iterator[tuple[str, str]]:
     trace_id = _trace_id(call.ids.get("traceparent"))
     if trace_id is not None:

@@ -178,6 +178,9 @@ def _merged(
                 span["parent_id"] = root["span_id"]
             seen.add(span["span_id"])
             spans.append(span)
+    same = _same_calls(members)
+    if same:
+        spans = _one_span_per_call(spans, same)
     times = [t for tr in qualified for t in (tr.get("time") or [])]
     if times:
         root["started"], root["ended"] = min(times), max(times)
@@ -204,17 +207,67 @@ def _merged(
         "spans": spans,
         "files": list(dict.fromkeys(key for key, _ in members)),
         "time": [min(times), max(times)] if times else None,
+        "same_calls": _groups(same),
     }
+
+
+def _same_calls(members: Sequence[tuple[str, dict[str, Json]]]) -> dict[str, str]:
+    """Each call seen again in a later file (the same response id) -> the first sighting."""
+    first: dict[str, str] = {}
+    out: dict[str, str] = {}
+    for key, trace in members:
+        for response, call in trace.get("responses", {}).items():
+            here = _q(key, call)
+            assert here is not None
+            kept = first.setdefault(response, here)
+            if kept != here and kept.split(":", 1)[0] != key:
+                out[here] = kept
+    return out
+
+
+def _groups(same: dict[str, str]) -> list[list[str]]:
+    groups: dict[str, list[str]] = {}
+    for again, kept in same.items():
+        groups.setdefault(kept, [kept]).append(again)
+    return list(groups.values())
+
+
+def _one_span_per_call(spans: list[dict[str, Json]], same: dict[str, str]) -> list[dict[str, Json]]:
+    """A call seen in several files is one model span (``seen_as`` lists its other
+    sightings); the tool calls it asked for are one tool span each."""
+    out: list[dict[str, Json]] = []
+    kept_tools = {
+        (s["requested_by"], s.get("tool_call_id"))
+        for s in spans
+        if s["kind"] == "tool" and s.get("requested_by") not in same
+    }
+    by_call = {s["call_id"]: s for s in spans if s["kind"] == "model"}
+    for span in spans:
+        if span["kind"] == "model" and span["call_id"] in same:
+            kept = by_call.get(same[span["call_id"]])
+            if kept is not None:
+                kept.setdefault("seen_as", []).append(span["call_id"])
+                continue
+        if span["kind"] == "tool" and span.get("requested_by") in same:
+            asker = same[span["requested_by"]]
+            if (asker, span.get("tool_call_id")) in kept_tools:
+                continue
+            span["requested_by"] = asker
+        if span.get("result_in") in same:
+            span["result_in"] = same[span["result_in"]]
+        out.append(span)
+    return out
 
 
 def _qualified(key: str, trace: dict[str, Json]) -> dict[str, Json]:
     """A copy of one file's trace with its ids qualified by the file's key."""
-    out = {k: v for k, v in trace.items() if k != "keys"}
+    out = {k: v for k, v in trace.items() if k not in ("keys", "responses")}
     out["calls"] = [_q(key, c) for c in trace["calls"]]
     out["evidence"] = [_evidence(key, e) for e in trace["evidence"]]
     out["hints"] = [{**_evidence(key, h), "file": key} for h in trace["hints"]]
     out["spans"] = [_span(key, s) for s in trace["spans"]]
     out["files"] = [key]
+    out["same_calls"] = []
     return out
 
 

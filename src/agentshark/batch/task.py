@@ -26,7 +26,7 @@ from typing import Any
 import orjson
 
 from agentshark.batch.inputs import Input
-from agentshark.batch.keys import trace_keys
+from agentshark.batch.keys import trace_keys, trace_responses
 
 Json = Any
 KEY_DIGITS = 16
@@ -185,6 +185,7 @@ def _write_outputs(
                 **render.redactor.json(data),
                 "time": [min(times), max(times)] if times else None,
                 "keys": [list(k) for k in trace_keys(trace, calls, http)],
+                "responses": trace_responses(trace, calls),
             }
         )
     summary = {

@@ -1,0 +1,141 @@
+"""The merge of a batch's summaries: joins by shared ids only, close in time, each recorded;
+one agent span per merged run; a call seen in several files is one span."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from agentshark.batch.keys import unique_looking
+from agentshark.batch.merge import JOIN_WINDOW, merge
+
+Json = Any
+TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
+RESPONSE = "resp_67ccd2bed1ec8190b14f964abc054267"
+
+
+def trace(
+    trace_id: str, calls: list[str], start: float, keys: list[list[str]], **extra: Json
+) -> dict[str, Json]:
+    agent = f"a{trace_id[:15]}"
+    spans = [
+        {"span_id": agent, "parent_id": None, "kind": "agent", "name": "invoke_agent",
+         "started": start, "ended": start + 2, "links": [], "call_id": None,
+         "synthesized": True},
+        *({"span_id": f"s{trace_id[:8]}{c}", "parent_id": agent, "kind": "model",
+           "name": "chat", "started": start + n, "ended": start + n + 1, "links": [],
+           "call_id": c} for n, c in enumerate(calls)),
+    ]  # fmt: skip
+    return {
+        "trace_id": trace_id,
+        "origin": "single" if len(calls) == 1 else "history",
+        "trace_id_source": "generated",
+        "evidence": [],
+        "hints": [],
+        "calls": calls,
+        "spans": spans,
+        "time": [start, start + 2],
+        "keys": keys,
+        "responses": {},
+        **extra,
+    }
+
+
+def summary(key: str, *traces: dict[str, Json]) -> dict[str, Json]:
+    return {"key": key, "sha256": key * 4, "url": f"{key}.pcap", "sources": [{"path": key}],
+            "traces": list(traces), "incidents": []}  # fmt: skip
+
+
+def test_a_continuation_in_another_file_joins_by_response_id() -> None:
+    a = summary("aaaa", trace("1" * 32, ["call1"], 100.0, [["response_id", RESPONSE, "call1"]]))
+    b = summary("bbbb", trace("2" * 32, ["call1"], 103.0, [["response_id", RESPONSE, "call1"]]))
+    merged = merge([a, b])
+    assert merged["joins"] == [
+        {
+            "key": "response_id",
+            "value": RESPONSE,
+            "files": ["aaaa", "bbbb"],
+            "calls": ["aaaa:call1", "bbbb:call1"],
+            "file_traces": [
+                {"file": "aaaa", "trace_id": "1" * 32},
+                {"file": "bbbb", "trace_id": "2" * 32},
+            ],
+            "trace_id": "1" * 32,
+        }
+    ]
+    [one] = merged["traces"]
+    assert one["calls"] == ["aaaa:call1", "bbbb:call1"]
+    assert one["origin"] == "previous_response_id"
+    assert [s["kind"] for s in one["spans"]] == ["agent", "model", "model"]
+    agent = one["spans"][0]["span_id"]
+    assert all(s["parent_id"] == agent for s in one["spans"][1:])
+    assert one["evidence"][-1]["cross_file"] is True
+    assert one["same_calls"] == []  # a continuation, not the same call
+    assert [s["file"] for s in merged["sources"]] == ["aaaa", "bbbb"]
+
+
+def test_the_same_call_in_two_files_is_one_span() -> None:
+    keys = [["response_id", RESPONSE, "call2"]]
+    responses = {RESPONSE: "call2"}
+    a = summary("aaaa", trace("1" * 32, ["call2"], 100.0, keys, responses=responses))
+    b = summary("bbbb", trace("2" * 32, ["call7"], 100.1, [["response_id", RESPONSE, "call7"]],
+                              responses={RESPONSE: "call7"}))  # fmt: skip
+    [one] = merge([a, b])["traces"]
+    assert one["same_calls"] == [["aaaa:call2", "bbbb:call7"]]
+    models = [s for s in one["spans"] if s["kind"] == "model"]
+    assert [(s["call_id"], s["seen_as"]) for s in models] == [("aaaa:call2", ["bbbb:call7"])]
+
+
+@pytest.mark.parametrize(
+    ("kind", "value"),
+    [
+        ("traceparent", TRACE_ID),
+        ("a2a_context", "0f3c8d2a-5b7e-4c1d-9a6f-2e8b4d7c1a90"),
+        ("mcp_session", "c2243a905f71487895ee89148c682c86"),
+        ("tool_call_id", "call_8gFZ1v2oQ0mXo3Jk4LbQ9aTt"),
+    ],
+)
+def test_each_kind_of_id_joins_within_the_window(kind: str, value: str) -> None:
+    a = summary("aaaa", trace("1" * 32, ["call1"], 100.0, [[kind, value, "call1"]]))
+    near = summary(
+        "bbbb", trace("2" * 32, ["call1"], 102.0 + JOIN_WINDOW, [[kind, value, "call1"]])
+    )
+    far = summary("cccc", trace("3" * 32, ["call1"], 7300.0, [[kind, value, "call1"]]))
+    merged = merge([a, near, far])
+    assert [j["files"] for j in merged["joins"]] == [["aaaa", "bbbb"]]
+    assert sorted(len(t["files"]) for t in merged["traces"]) == [1, 2]
+    assert merged["traces"][0]["origin"] == {"traceparent": "traceparent",
+        "a2a_context": "a2a_context", "mcp_session": "mcp_session",
+        "tool_call_id": "tool_call"}[kind]  # fmt: skip
+
+
+def test_a_file_alone_keeps_its_traces_with_ids_qualified() -> None:
+    hint = {"origin": "connection", "trace_id": "9" * 32, "connection": "c2", "calls": ["call1"]}
+    lone = trace("1" * 32, ["call1", "e4"], 5.0, [], hints=[hint])
+    merged = merge([summary("aaaa", lone)])
+    [one] = merged["traces"]
+    assert one["calls"] == ["aaaa:call1", "aaaa:e4"]
+    assert one["spans"][1]["call_id"] == "aaaa:call1"
+    assert one["hints"] == [
+        {"origin": "connection", "trace_id": "9" * 32, "connection": "aaaa:c2",
+         "calls": ["aaaa:call1"]}]  # fmt: skip
+    assert merged["joins"] == []
+
+
+@pytest.mark.parametrize(
+    ("value", "unique"),
+    [
+        ("call_1", False),
+        ("ctx-1", False),
+        ("resp_0001", False),
+        ("chatcmpl-enqueue_task-1", False),
+        ("7", False),
+        ("chatcmpl-B9MBs8CjcvOU2jLn4n570S", True),
+        ("toolu_01A09q90qw90lq917835lq9", True),
+        (TRACE_ID, True),
+        ("550e8400-e29b-41d4-a716-446655440000", True),
+    ],
+)
+def test_only_ids_made_to_be_unique_join(value: str, unique: bool) -> None:
+    assert unique_looking(value) is unique
