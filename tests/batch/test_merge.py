@@ -1,8 +1,12 @@
 """The merge of a batch's summaries: joins by shared ids only, close in time, each recorded;
-one agent span per merged run; a call seen in several files is one span."""
+one agent span per merged run; a call seen in several files is one span. And one task in
+this process, on an input of another fsspec file system."""
 
 from __future__ import annotations
 
+import hashlib
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,6 +15,7 @@ from agentshark.batch.keys import unique_looking
 from agentshark.batch.merge import JOIN_WINDOW, merge
 
 Json = Any
+REPO = Path(__file__).resolve().parents[2]
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
 RESPONSE = "resp_67ccd2bed1ec8190b14f964abc054267"
 
@@ -139,3 +144,30 @@ def test_a_file_alone_keeps_its_traces_with_ids_qualified() -> None:
 )
 def test_only_ids_made_to_be_unique_join(value: str, unique: bool) -> None:
     assert unique_looking(value) is unique
+
+
+def test_an_input_on_another_file_system_is_copied_hashed_and_analyzed(tmp_path: Path) -> None:
+    """Through fsspec (its in-memory file system, as s3:// or gs:// would be): the folder is
+    listed, each input copied to a temporary file, and its source named by the URL."""
+    import fsspec
+
+    from agentshark.batch.inputs import expand
+    from agentshark.batch.task import TaskOptions, analyze_one
+
+    fs = fsspec.filesystem("memory")
+    data = (REPO / "tests" / "data" / "runs" / "seed004_shenzhen" / "capture.pcap").read_bytes()
+    fs.pipe("/agentshark-test/run/capture.pcap", data)
+    fs.pipe("/agentshark-test/run/notes.txt", b"not an input")
+    try:
+        [found] = expand(["memory://agentshark-test/run"])
+        assert found.url == "memory:///agentshark-test/run/capture.pcap" and found.local is None
+        opts = TaskOptions(out=str(tmp_path), fingerprint="f")
+        result = analyze_one(found, opts)
+        assert result["status"] == "done", result
+        assert result["sha256"] == hashlib.sha256(data).hexdigest()
+        report = json.loads((tmp_path / "files" / result["key"] / "report.json").read_bytes())
+        assert report["sources"][0]["path"] == found.url
+        assert [len(t["calls"]) for t in report["traces"]] == [3]
+        assert analyze_one(found, opts)["status"] == "skipped"
+    finally:
+        fs.rm("/agentshark-test", recursive=True)
