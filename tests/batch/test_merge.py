@@ -42,7 +42,7 @@ def trace(
         "spans": spans,
         "time": [start, start + 2],
         "keys": keys,
-        "responses": {},
+        "sightings": {},
         **extra,
     }
 
@@ -82,14 +82,32 @@ def test_a_continuation_in_another_file_joins_by_response_id() -> None:
 
 def test_the_same_call_in_two_files_is_one_span() -> None:
     keys = [["response_id", RESPONSE, "call2"]]
-    responses = {RESPONSE: "call2"}
-    a = summary("aaaa", trace("1" * 32, ["call2"], 100.0, keys, responses=responses))
+    sightings = {f"response_id {RESPONSE}": "call2"}
+    a = summary("aaaa", trace("1" * 32, ["call2"], 100.0, keys, sightings=sightings))
     b = summary("bbbb", trace("2" * 32, ["call7"], 100.1, [["response_id", RESPONSE, "call7"]],
-                              responses={RESPONSE: "call7"}))  # fmt: skip
+                              sightings={f"response_id {RESPONSE}": "call7"}))  # fmt: skip
     [one] = merge([a, b])["traces"]
     assert one["same_calls"] == [["aaaa:call2", "bbbb:call7"]]
     models = [s for s in one["spans"] if s["kind"] == "model"]
     assert [(s["call_id"], s["seen_as"]) for s in models] == [("aaaa:call2", ["bbbb:call7"])]
+
+
+def test_an_mcp_call_seen_by_the_client_and_a_gateway_is_one_span() -> None:
+    """The same session, JSON-RPC id and method: one call, its tool span once."""
+    session = "c2243a905f71487895ee89148c682c86"
+    keys = [["mcp_session", session, "call1"]]
+
+    def seen(key: str, call: str, start: float) -> dict[str, Json]:
+        t = trace(key * 8, [call], start, [[k, v, call] for k, v, _ in keys],
+                  sightings={f"mcp {session} 3 tools/call": call})  # fmt: skip
+        t["spans"][1].update(kind="tool", name="execute_tool get_weather", execution=call,
+                             tool_call_id=None, requested_by=None)  # fmt: skip
+        return summary(key, t)
+
+    [one] = merge([seen("aaaa", "call4", 10.0), seen("bbbb", "call9", 10.01)])["traces"]
+    assert one["same_calls"] == [["aaaa:call4", "bbbb:call9"]]
+    tools = [s for s in one["spans"] if s["kind"] == "tool"]
+    assert [(s["call_id"], s["execution"]) for s in tools] == [("aaaa:call4", "aaaa:call4")]
 
 
 @pytest.mark.parametrize(

@@ -49,14 +49,21 @@ def trace_keys(
     return [(kind, value, member) for (kind, value), member in out.items()]
 
 
-def trace_responses(trace: Trace, calls: Mapping[str, Call]) -> dict[str, str]:
-    """Response id -> the call of ``trace`` that got that response (ids that look unique):
-    in another file, a call with the same response is the same call, seen there too."""
+def trace_sightings(trace: Trace, calls: Mapping[str, Call]) -> dict[str, str]:
+    """What makes a call of ``trace`` the same call when another file has it too -> that
+    call: its response id (``response_id R``), or for an MCP call its session, JSON-RPC id
+    and method (``mcp S J M``: JSON-RPC ids are unique within a session). Only ids that
+    look unique."""
     out: dict[str, str] = {}
     for member in trace.calls:
         call = calls.get(member)
-        if call is not None and call.response_id and unique_looking(call.response_id):
-            out.setdefault(call.response_id, member)
+        if call is None:
+            continue
+        if call.response_id and unique_looking(call.response_id):
+            out.setdefault(f"response_id {call.response_id}", member)
+        session, rpc = call.ids.get("mcp_session_id"), call.ids.get("jsonrpc_id")
+        if call.api == "mcp" and session and rpc is not None and unique_looking(session):
+            out.setdefault(f"mcp {session} {rpc} {call.operation}", member)
     return out
 
 

@@ -11,7 +11,9 @@ same entries (``"cross_file": true``, ``origin`` as a join of one file would nam
 
 A merged trace is its files' traces made one: one agent span (the earliest trace's; the
 others' synthesized agent spans are left out and their children hang from it), every other
-span, the calls and evidence of all, its trace-id the W3C one when a trace has it. Ids of
+span, the calls and evidence of all, its trace-id the W3C one when a trace has it; a call
+seen in several files (:func:`_same_calls`) is one span, ``same_calls`` listing its
+sightings. Ids of
 calls, exchanges and connections are qualified by their file's key (``<key>:call3``: the
 entry ``call3`` of ``files/<key>/report.json``); span ids are kept (derived from the run's
 first call, its time among them, they do not collide across files). Traces that share no id
@@ -212,11 +214,12 @@ def _merged(
 
 
 def _same_calls(members: Sequence[tuple[str, dict[str, Json]]]) -> dict[str, str]:
-    """Each call seen again in a later file (the same response id) -> the first sighting."""
+    """Each call seen again in a later file (:func:`~agentshark.batch.keys.trace_sightings`:
+    the same response id, or MCP session and JSON-RPC id) -> its first sighting."""
     first: dict[str, str] = {}
     out: dict[str, str] = {}
     for key, trace in members:
-        for response, call in trace.get("responses", {}).items():
+        for response, call in trace.get("sightings", {}).items():
             here = _q(key, call)
             assert here is not None
             kept = first.setdefault(response, here)
@@ -233,35 +236,30 @@ def _groups(same: dict[str, str]) -> list[list[str]]:
 
 
 def _one_span_per_call(spans: list[dict[str, Json]], same: dict[str, str]) -> list[dict[str, Json]]:
-    """A call seen in several files is one model span (``seen_as`` lists its other
-    sightings); the tool calls it asked for are one tool span each."""
+    """A call seen in several files is one span: its other sightings are named by the
+    first's ids, and a model or tool span that is then a twin of an earlier one is left
+    out (a model span's ``seen_as`` lists the sightings left out)."""
     out: list[dict[str, Json]] = []
-    kept_tools = {
-        (s["requested_by"], s.get("tool_call_id"))
-        for s in spans
-        if s["kind"] == "tool" and s.get("requested_by") not in same
-    }
-    by_call = {s["call_id"]: s for s in spans if s["kind"] == "model"}
+    kept: dict[tuple[Json, ...], dict[str, Json]] = {}
     for span in spans:
-        if span["kind"] == "model" and span["call_id"] in same:
-            kept = by_call.get(same[span["call_id"]])
-            if kept is not None:
-                kept.setdefault("seen_as", []).append(span["call_id"])
-                continue
-        if span["kind"] == "tool" and span.get("requested_by") in same:
-            asker = same[span["requested_by"]]
-            if (asker, span.get("tool_call_id")) in kept_tools:
-                continue
-            span["requested_by"] = asker
-        if span.get("result_in") in same:
-            span["result_in"] = same[span["result_in"]]
+        own = span.get("call_id")
+        for name in _SPAN_IDS:
+            if span.get(name) in same:
+                span[name] = same[span[name]]
+        twin = (span["kind"], span["name"], span.get("tool_call_id"),
+                *(span.get(n) for n in _SPAN_IDS))  # fmt: skip
+        if span["kind"] in ("model", "tool") and twin in kept:
+            if span["kind"] == "model" and own != span["call_id"]:
+                kept[twin].setdefault("seen_as", []).append(own)
+            continue
+        kept[twin] = span
         out.append(span)
     return out
 
 
 def _qualified(key: str, trace: dict[str, Json]) -> dict[str, Json]:
     """A copy of one file's trace with its ids qualified by the file's key."""
-    out = {k: v for k, v in trace.items() if k not in ("keys", "responses")}
+    out = {k: v for k, v in trace.items() if k not in ("keys", "sightings")}
     out["calls"] = [_q(key, c) for c in trace["calls"]]
     out["evidence"] = [_evidence(key, e) for e in trace["evidence"]]
     out["hints"] = [{**_evidence(key, h), "file": key} for h in trace["hints"]]

@@ -26,7 +26,7 @@ from typing import Any
 import orjson
 
 from agentshark.batch.inputs import Input
-from agentshark.batch.keys import trace_keys, trace_responses
+from agentshark.batch.keys import trace_keys, trace_sightings
 
 Json = Any
 KEY_DIGITS = 16
@@ -185,7 +185,7 @@ def _write_outputs(
                 **render.redactor.json(data),
                 "time": [min(times), max(times)] if times else None,
                 "keys": [list(k) for k in trace_keys(trace, calls, http)],
-                "responses": trace_responses(trace, calls),
+                "sightings": trace_sightings(trace, calls),
             }
         )
     summary = {
