@@ -269,3 +269,26 @@ def test_without_dask_the_extra_is_named(
         "agentshark: batch needs distributed, which is not installed: "
         "pip install 'agentshark[batch]'\n"
     )
+
+
+def test_ctrl_c_says_how_far_it_got(
+    tmp_path: Path,
+    scheduler: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def interrupted(*_: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("agentshark.batch.run.run_batch", interrupted)
+    code, err = batch(capsys, str(EXAMPLE), "--out", str(tmp_path), "--scheduler", scheduler)
+    assert code == 130
+    assert "interrupted" in err and "manifest.json" in err and "Traceback" not in err
+
+
+def test_the_dashboard_serves(scheduler: str) -> None:
+    """bokeh comes with the extra: the cluster's dashboard answers (the tasks are there)."""
+    import urllib.request
+
+    with urllib.request.urlopen("http://127.0.0.1:55551/status", timeout=10) as page:
+        assert page.status == 200
