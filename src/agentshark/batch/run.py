@@ -3,10 +3,12 @@
 :func:`run_batch` submits :func:`~agentshark.batch.task.analyze_one` for every input (the
 task's key names the input: the dashboard's task stream and progress show each file),
 takes the results as they complete (:func:`distributed.as_completed`), says each on the
-``say`` callback, keeps ``DIR/manifest.json`` up to date, and finally merges the summaries
-of the inputs done or skipped into ``DIR/merged.json`` (:mod:`.merge`). A task that fails
-(an input agentshark cannot read, or a worker lost under it) is a failed entry; the others
-go on. Every file is written under a temporary name and renamed: none is ever half written.
+``say`` callback, rewrites ``DIR/manifest.json`` every :data:`MANIFEST_EVERY` seconds and at
+the end (a batch of many small inputs does not rewrite it for each), and finally merges the
+summaries of the inputs done or skipped into ``DIR/merged.json`` (:mod:`.merge`). A task
+that fails (an input agentshark cannot read, or a worker lost under it) is a failed entry;
+the others go on. Every file is written under a temporary name and renamed: none is ever
+half written.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from agentshark.batch.task import TaskOptions, analyze_one, files_dir
 Json = Any
 MANIFEST = "manifest.json"
 MERGED = "merged.json"
+MANIFEST_EVERY = 2.0  # seconds between rewrites of the manifest while tasks finish
 
 
 @dataclass(slots=True)
@@ -64,6 +67,7 @@ def run_batch(
         for n, inp in enumerate(inputs)
     }
     entries: list[dict[str, Json] | None] = [None] * len(inputs)
+    written = start
     done = as_completed(futures)  # type: ignore[no-untyped-call]  # distributed's, untyped
     for finished, future in enumerate(done, 1):
         n = futures[future]
@@ -80,7 +84,10 @@ def run_batch(
         entries[n] = entry
         if say is not None:
             say(finished, len(inputs), entry)
-        _write_manifest(opts, inputs, entries)
+        if time.monotonic() - written >= MANIFEST_EVERY:
+            _write_manifest(opts, inputs, entries)
+            written = time.monotonic()
+    _write_manifest(opts, inputs, entries)
     result = BatchResult(entries=[e for e in entries if e is not None])
     summaries = _summaries(opts, result.entries)
     merged = merge(summaries)
