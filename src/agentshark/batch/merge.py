@@ -62,10 +62,13 @@ def merge(summaries: Sequence[dict[str, Json]]) -> dict[str, Json]:
     for f, summary in enumerate(summaries):
         for t in range(len(summary["traces"])):
             groups.setdefault(find((f, t)), []).append((f, t))
+    joins_of: dict[Node, list[dict[str, Json]]] = {}
+    for join in joins:
+        joins_of.setdefault(find(join["nodes"][0]), []).append(join)
     renamed: dict[tuple[str, str], str] = {}  # (file key, its trace id) -> merged trace id
     traces = []
     for root, nodes in groups.items():
-        mine = [j for j in joins if find(j["nodes"][0]) == root]
+        mine = joins_of.get(root, [])
         trace = _merged(summaries, nodes, mine)
         for f, t in nodes:
             renamed[summaries[f]["key"], summaries[f]["traces"][t]["trace_id"]] = trace["trace_id"]
