@@ -408,6 +408,7 @@ def test_help_has_a_line_per_argument_and_examples() -> None:
             "ca",
             "capture",
             "mcp-tap",
+            "batch",
         ),
     }
     found |= commands(found.pop("export"), "export ")  # a group: its formats are the commands

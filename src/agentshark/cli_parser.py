@@ -3,7 +3,8 @@
 :func:`build_parser` is the whole parser; :mod:`agentshark.cli` runs what it parses. The
 commands of other modules register themselves here: ``report``/``serve``
 (:mod:`agentshark.cli_view`), ``export`` (:mod:`agentshark.cli_export`), ``--follow``
-(:mod:`agentshark.cli_follow`), ``proxy``/``ca`` (:mod:`agentshark.cli_proxy`).
+(:mod:`agentshark.cli_follow`), ``proxy``/``ca`` (:mod:`agentshark.cli_proxy`), ``batch``
+(:mod:`agentshark.cli_batch`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import textwrap
 from typing import Any
 
 from agentshark import __version__, cli_view
+from agentshark.cli_batch import add_batch_parser
 from agentshark.cli_capture import add_capture_parser
 from agentshark.cli_export import add_export_parser
 from agentshark.cli_follow import add_follow_options
@@ -263,6 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_proxy_parser(sub)
     add_capture_parser(sub, _command, _size_arg)
     add_tap_parser(sub, _command)
+    add_batch_parser(sub, _command, _size_arg)
     return parser
 
 
