@@ -143,9 +143,9 @@ def statement(cur: Any, query: str, params: Any = None, *, simple: bool = False)
 
 
 def session(record: list[dict[str, Any]]) -> None:
-    import numpy as np
+    import numpy as np  # type: ignore[import-not-found, unused-ignore]
     import psycopg
-    from pgvector.psycopg import register_vector
+    from pgvector.psycopg import register_vector  # type: ignore[import-not-found, unused-ignore]
 
     dsn = f"host=127.0.0.1 port={PORT} user={USER} password={PASSWORD} dbname=postgres"
     with psycopg.connect(dsn, autocommit=True, application_name="agentshark-pgvector") as conn:
@@ -239,10 +239,10 @@ SEARCH = (
 
 def agent(truth: dict[str, Any]) -> None:
     """The agent loop: ask the model, embed the query, search, send the rows back."""
-    import numpy as np
+    import numpy as np  # type: ignore[import-not-found, unused-ignore]
     import openai
     import psycopg
-    from pgvector.psycopg import register_vector
+    from pgvector.psycopg import register_vector  # type: ignore[import-not-found, unused-ignore]
 
     client = openai.OpenAI(base_url=f"http://127.0.0.1:{MODEL_PORT}/v1", api_key="sk-test")
     about = "Search the recipes by meaning, within one category"
