@@ -262,9 +262,7 @@ def _plain(value: Json) -> Json:
 
 
 def _score_column(found: VectorSearch) -> str | None:
-    if found.distance_column is None or found.star:
-        return None
-    return found.selected[found.distance_column]
+    return None if found.distance_column is None else found.selected[found.distance_column]
 
 
 def _documents(op: Operation, found: VectorSearch) -> list[GenericPart]:
@@ -272,7 +270,10 @@ def _documents(op: Operation, found: VectorSearch) -> list[GenericPart]:
     names = [c.lower() for c in op.columns]
     id_at = _column_at(names, ("id",)) if "id" in names else _suffix_at(names, "_id")
     content_at = _column_at(names, CONTENT_COLUMNS)
-    score_at = None if found.star else found.distance_column
+    score_at = found.distance_column  # by position; after a ``*``, by its name
+    if found.star and score_at is not None:
+        name = found.selected[score_at]
+        score_at = names.index(name) if name in names else None
     if score_at is not None and score_at >= len(names):
         score_at = None
     vector_name = (found.column or "").rsplit(".", 1)[-1]

@@ -58,7 +58,7 @@ _TOKEN = re.compile(
   | (?P<comment>--[^\n]*|/\*.*?(?:\*/|\Z))
   | (?P<estring>[eE]'(?:[^'\\]|\\.|'')*(?:'|\Z))
   | (?P<string>'(?:[^']|'')*(?:'|\Z))
-  | (?P<dollar>\$(?P<tag>[A-Za-z_][A-Za-z_0-9]*)?\$.*?(?:\$(?P=tag)\$|\Z))
+  | (?P<dollar>\$(?P<tag>(?:[A-Za-z_][A-Za-z_0-9]*)?)\$.*?(?:\$(?P=tag)\$|\Z))
   | (?P<param>\$[0-9]+)
   | (?P<quoted>"(?:[^"]|"")*(?:"|\Z))
   | (?P<number>(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)
@@ -97,6 +97,7 @@ class Group:
     items: list[Item] = field(default_factory=list)
     start: int = 0
     end: int = 0
+    bracket: bool = False  # ``[...]`` (an ARRAY's, a subscript), not ``(...)``
 
 
 Item = Union[Token, Group]  # noqa: UP007 - a runtime alias for the dataclass field above
@@ -163,17 +164,17 @@ def tokens(sql: str) -> list[Token]:
 
 
 def tree(toks: list[Token]) -> Group:
-    """The tokens nested by parentheses (an unbalanced ``)`` is left out, an unclosed ``(``
-    closes at the end)."""
+    """The tokens nested by parentheses and brackets (an unbalanced ``)`` or ``]`` is left
+    out, an unclosed ``(`` closes at the end)."""
     root = Group(start=0, end=toks[-1].end if toks else 0)
     stack = [root]
     for tok in toks:
-        if tok.text == "(" and tok.kind == "punct":
-            group = Group(start=tok.start)
+        if tok.text in "([" and tok.kind == "punct":
+            group = Group(start=tok.start, bracket=tok.text == "[")
             stack[-1].items.append(group)
             stack.append(group)
-        elif tok.text == ")" and tok.kind == "punct":
-            if len(stack) > 1:
+        elif tok.text in ")]" and tok.kind == "punct":
+            if len(stack) > 1 and stack[-1].bracket == (tok.text == "]"):
                 stack.pop().end = tok.end
         else:
             stack[-1].items.append(tok)
@@ -280,7 +281,7 @@ def _search(sql: str, items: list[Item]) -> VectorSearch | None:
     column_index = None
     if distance is None:  # the alias or position of a selected distance
         column_index = _selected_index(key, selected, len(select))
-        if column_index is None or star:
+        if column_index is None:
             return None
         distance = _distance(select[column_index])
         if distance is None:
@@ -431,11 +432,9 @@ def _operand(items: list[Item], *, before: bool) -> Operand:
             break
         i = max(i, 0)
         return items[i:], len(items) - i
-    taken = 1
-    if items and _word(items, 0) in ("CAST", "ARRAY"):
-        taken = 2
-    elif items and _word(items, 1) == ".":
-        taken = 3
+    taken = 2 if _word(items, 0) in ("CAST", "ARRAY") and len(items) > 1 else 1
+    while taken + 1 < len(items) and _is(items[taken], "."):  # t.embedding
+        taken += 2
     while taken < len(items) and _is(items[taken], "::"):
         taken += 2
         if taken < len(items) and isinstance(items[taken], Group):
@@ -454,19 +453,18 @@ def _pair(metric: str, a: list[Item], b: list[Item]) -> Distance:
 
 
 def _column(items: list[Item]) -> str | None:
-    names = [i for i in items if isinstance(i, Token) and i.kind in ("word", "quoted")]
-    if not names or not all(isinstance(i, Token) for i in items):
-        return None
-    if any(i.kind in ("param", "string") for i in items if isinstance(i, Token)):
-        return None
-    dotted = []
+    """A column reference (``t.embedding``, casts after it left out), else None."""
+    names: list[str] = []
     for item in items:
-        assert isinstance(item, Token)
-        if item.text == "::":
+        if _is(item, "::"):
             break
+        if not isinstance(item, Token) or item.kind not in ("word", "quoted", "punct"):
+            return None
+        if item.kind == "punct" and item.text != ".":
+            return None
         if item.text != ".":
-            dotted.append(item.name)
-    return ".".join(dotted) or None
+            names.append(item.name)
+    return ".".join(names) or None
 
 
 def _vector(items: list[Item]) -> VectorQuery | None:
@@ -486,6 +484,13 @@ def _vector(items: list[Item]) -> VectorQuery | None:
                     parameter=found.parameter, literal=found.literal, cast=kind or found.cast
                 )
         return None
+    if isinstance(head, Token) and head.upper == "ARRAY" and len(items) > 1:
+        inside: list[Item] = [head]
+        if isinstance(items[1], Group) and items[1].bracket:
+            inside = items[1].items
+        if all(isinstance(i, Token) and i.kind in ("number", "op", "punct") for i in inside):
+            return VectorQuery(literal="[" + "".join(_texts(inside)) + "]", cast=cast)
+        return None
     if isinstance(head, Token) and head.kind == "param":
         return VectorQuery(parameter=int(head.text[1:]), cast=cast)
     if isinstance(head, Token) and head.kind == "string":
@@ -493,6 +498,10 @@ def _vector(items: list[Item]) -> VectorQuery | None:
     if isinstance(head, Group) and len(items) == 1:
         return _vector(head.items)
     return None
+
+
+def _texts(items: list[Item]) -> list[str]:
+    return [i.text for i in items if isinstance(i, Token)]
 
 
 def _cast(items: list[Item]) -> str | None:
