@@ -25,6 +25,7 @@ from agentshark.model import Exchange
 from agentshark.trace.collect import Analysis
 from agentshark.wire.events import Operation
 from tests.helpers import ROOT
+from tests.output.otlp.helpers import export, spans_of_lines
 
 PGV = ROOT / "tests" / "data" / "captures" / "pgvector_psycopg"
 OPERATORS = ("<->", "<=>", "<#>")
@@ -180,6 +181,27 @@ def test_the_agent_search_is_the_tool_calls_execution() -> None:
 
 
 FIELDS = ("-T", "fields", "-E", "occurrence=a", "-e", "pgsql.type", "-e", "pgsql.query")
+
+
+def test_the_agent_search_exports_as_a_retrieval_span_under_the_tool(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    out = tmp_path / "spans.jsonl"
+    code, _ = export(capsys, str(PGV / "capture.pcap"), "-o", str(out))
+    assert code == 0
+    spans = spans_of_lines(out.read_text())
+    (tool,) = [s for s in spans if s["name"] == "execute_tool search_docs"]
+    children = [s for s in spans if s.get("parentSpanId") == tool["spanId"]]
+    (search,) = [s for s in children if s["name"] == "retrieval items"]
+    attrs = search["attributes"]
+    assert attrs["gen_ai.operation.name"] == "retrieval"
+    assert attrs["gen_ai.data_source.id"] == "items"
+    assert attrs["gen_ai.request.top_k"] == 2
+    assert attrs["agentshark.retrieval.service"] == "pgvector"
+    assert attrs["agentshark.retrieval.metric"] == "cosine_distance"
+    assert json.loads(attrs["agentshark.retrieval.filter"])["parameters"] == {"$2": "fruit"}
+    docs = json.loads(attrs["agentshark.retrieval.documents"])
+    assert [d["id"] for d in docs] == [str(r[0]) for r in truth()["tool_calls"][0]["rows"]]
 
 
 def tshark_queries(pcap: Path, port: int) -> tuple[list[str], Counter[str]]:

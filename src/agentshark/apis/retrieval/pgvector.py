@@ -89,7 +89,7 @@ def _error(op: Operation) -> CallError | None:
     code, message = op.error.get("code"), op.error.get("message")
     return CallError(
         status=None,
-        type=str(op.error["severity"]) if op.error.get("severity") else None,
+        type=None,  # the severity (ERROR, FATAL) is the operation's; the code says what
         code=str(code) if code is not None else None,
         message=str(message) if message is not None else None,
         source="postgresql",

@@ -7,8 +7,9 @@ GenAI semconv v1.41.1 (gen-ai-spans.md) names a retrieval span ``retrieval
 ``memory.read``/``memory.write``/``memory.delete`` (no semconv name yet: the report's
 operation, as it is). Besides ``gen_ai.data_source.id`` and
 ``gen_ai.request.top_k``, what the conventions have no name for is agentshark's own: the
-service and its role, the queries and the documents as JSON strings (the documents are the
-call's output parts). :mod:`.openinference` reads these for the RETRIEVER and RERANKER kinds.
+service and its role, the distance metric (pgvector's), the queries and the documents as
+JSON strings (the documents are the call's output parts). :mod:`.openinference` reads these
+for the RETRIEVER and RERANKER kinds.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ def retrieval_call(call: dict[str, Json]) -> a.Attributes:
         ("role", n.RETRIEVAL_ROLE),
         ("service", n.RETRIEVAL_SERVICE),
         ("top_k", n.REQUEST_TOP_K),
+        ("metric", n.RETRIEVAL_METRIC),
     ):
         if info.get(key) is not None:
             attrs[name] = info[key]
