@@ -404,3 +404,28 @@ def test_other_protocols_and_kinds_are_not_read() -> None:
     sql = "SELECT id FROM items ORDER BY embedding <-> '[1]' LIMIT 1"
     assert call_of(operation(sql, protocol="mysql")) is None
     assert call_of(operation(sql, kind="parse")) is None
+
+
+def test_plain_inserts_are_not_writes_of_vectors() -> None:
+    assert (
+        call_of(operation("INSERT INTO notes (body, n) VALUES ($1, $2)", parameters=["a", "1"]))
+        is None
+    )
+    assert call_of(operation("INSERT INTO flags (f) VALUES (B'101'::bit(3))")) is None  # core type
+    bulk = "INSERT INTO notes (body) VALUES " + ",".join(["('x')"] * 100_000)
+    started = time.perf_counter()
+    assert call_of(operation(bulk)) is None
+    assert time.perf_counter() - started < 0.5  # looked at, never tokenized
+
+
+def test_a_long_binary_filter_value_is_kept_by_its_size() -> None:
+    blob = {"format": "binary", "base64": base64.b64encode(b"\x01" * 4000).decode()}
+    op = operation(
+        "SELECT id FROM items WHERE sig = $2 ORDER BY embedding <-> $1 LIMIT 1",
+        parameters=["[1,2]", blob],
+    )
+    call = call_of(op)
+    assert call is not None
+    assert call.extras["retrieval"]["filter"]["parameters"] == {
+        "$2": {"format": "binary", "size": 4000}
+    }

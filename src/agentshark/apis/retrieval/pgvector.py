@@ -43,7 +43,9 @@ import struct
 from agentshark.apis.documents import MAX_CONTENT, document, query, record
 from agentshark.apis.model import Call, CallError, GenericPart, Json
 from agentshark.apis.retrieval.pgvector_sql import (
+    METRICS,
     VECTOR_TYPES,
+    Statement,
     VectorInsert,
     VectorQuery,
     VectorSearch,
@@ -64,7 +66,9 @@ class Pgvector:
     def match(self, op: Operation) -> float:
         if op.protocol != "postgresql" or op.kind not in STATEMENT_KINDS or not op.statement:
             return 0.0
-        found = parse(op.statement)
+        if not _worth_reading(op):
+            return 0.0
+        found = _parsed(op.statement)
         if isinstance(found, VectorSearch):
             return 0.9
         if isinstance(found, VectorInsert) and _insert_vectors(found, op.parameters):
@@ -72,7 +76,7 @@ class Pgvector:
         return 0.0
 
     def parse(self, op: Operation, call: Call) -> None:
-        found = parse(op.statement or "")
+        found = _parsed(op.statement or "")
         call.error = _error(op)
         if isinstance(found, VectorSearch):
             _search(op, found, call)
@@ -81,6 +85,34 @@ class Pgvector:
 
 
 FAMILIES = (Pgvector(),)
+
+
+def _worth_reading(op: Operation) -> bool:
+    """Cheap looks before the statement is tokenized: a distance operator or function, or
+    an INSERT that names a vector type or binds a binary value (every other INSERT of a
+    database's workload is passed by here)."""
+    sql = op.statement or ""
+    if any(o in sql for o in METRICS):
+        return True
+    low = sql.lower()
+    if "_distance" in low or "inner_product" in low:
+        return True
+    if "insert" not in low:
+        return False
+    return "vec" in low or any(_binary(p) is not None for p in op.parameters)
+
+
+_last: list[tuple[str, Statement | None]] = []  # the statement match read, for parse
+
+
+def _parsed(sql: str) -> Statement | None:
+    """:func:`parse`, once per operation: ``match`` and ``parse`` read the same statement in
+    a row (and a pipelined executemany sends the same one again)."""
+    if _last and _last[0][0] is sql:
+        return _last[0][1]
+    found = parse(sql)
+    _last[:] = [(sql, found)]
+    return found
 
 
 def _error(op: Operation) -> CallError | None:
@@ -253,9 +285,12 @@ def _filter(found: VectorSearch, parameters: list[Json]) -> dict[str, Json] | No
 
 
 def _plain(value: Json) -> Json:
-    """A bound value as a filter shows it: text as sent, a typed binary one by its value."""
+    """A bound value as a filter shows it: text as sent, a typed binary one by its value, an
+    untyped binary one as its base64 (a long one by its size only); bounded."""
     if isinstance(value, dict) and "value" in value:
-        return value["value"]
+        value = value["value"]
+    elif isinstance(value, dict) and len(str(value.get("base64", ""))) > MAX_CONTENT:
+        return {"format": "binary", "size": len(_binary(value) or b"")}
     if isinstance(value, str) and len(value) > MAX_CONTENT:
         return value[:MAX_CONTENT]
     return value

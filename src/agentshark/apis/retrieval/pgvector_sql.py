@@ -47,7 +47,7 @@ FUNCTIONS = {
     "hamming_distance": "hamming_distance",
     "jaccard_distance": "jaccard_distance",
 }
-VECTOR_TYPES = frozenset({"vector", "halfvec", "sparsevec", "bit"})
+VECTOR_TYPES = frozenset({"vector", "halfvec", "sparsevec"})  # bit is PostgreSQL's own
 _ENDS = frozenset({"FROM", "WHERE", "GROUP", "HAVING", "WINDOW", "ORDER", "LIMIT", "OFFSET"})
 _CLAUSES = _ENDS | {"FETCH", "FOR", "UNION", "INTERSECT", "EXCEPT", "RETURNING"}
 _SET_OPERATIONS = frozenset({"UNION", "INTERSECT", "EXCEPT"})
