@@ -22,7 +22,46 @@ from agentshark.apis.retrieval.pgvector_sql import (
     VectorSearch,
     parse,
 )
+from agentshark.apis.retrieval.sql_lex import Group, tokens, tree
 from agentshark.wire.events import Operation
+
+
+def test_tokens_of_strings_comments_quotes_and_parameters() -> None:
+    sql = (
+        "SELECT 'it''s <->', E'a\\'b', $q$ x <-> y $q$, \"Col\"\"x\", $12 -- <-> no\n"
+        "/* <-> */ FROM t WHERE a<->b"
+    )
+    got = [(t.kind, t.text) for t in tokens(sql)]
+    assert got == [
+        ("word", "SELECT"),
+        ("string", "'it''s <->'"),
+        ("punct", ","),
+        ("string", "E'a\\'b'"),
+        ("punct", ","),
+        ("string", "$q$ x <-> y $q$"),
+        ("punct", ","),
+        ("quoted", '"Col""x"'),
+        ("punct", ","),
+        ("param", "$12"),
+        ("word", "FROM"),
+        ("word", "t"),
+        ("word", "WHERE"),
+        ("word", "a"),
+        ("op", "<->"),
+        ("word", "b"),
+    ]
+    assert tokens('"Col""x"')[0].name == 'Col"x' and tokens("Embedding")[0].name == "embedding"
+
+
+def test_the_tree_nests_parentheses_and_brackets_and_survives_unbalanced_ones() -> None:
+    root = tree(tokens("a (b [c] (d)) ) e ("))
+    assert [type(i).__name__ for i in root.items] == ["Token", "Group", "Token", "Group"]
+    inner = root.items[1]
+    assert isinstance(inner, Group) and [type(i).__name__ for i in inner.items] == [
+        "Token",
+        "Group",
+        "Group",
+    ]
 
 
 def search(sql: str) -> VectorSearch:

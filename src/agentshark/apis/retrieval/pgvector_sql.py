@@ -16,19 +16,28 @@ between a column and a vector, or the alias or position of a selected distance) 
 vector (a cast to ``vector``/``halfvec``/``sparsevec``, or a bound parameter the caller reads
 as one, see :mod:`agentshark.apis.retrieval.pgvector`) is a write.
 
-Hand-written because no SQL library of the field is a dependency: one tokenizing pass (a
-single compiled pattern, so linear in the text), parentheses into a tree, and clause
-keywords looked up at each level. Statements longer than :data:`MAX_STATEMENT` characters are
-not read. PostgreSQL's lexer (https://www.postgresql.org/docs/current/sql-syntax-lexical.html)
-is the reference for strings (``'..''..'``, ``E'..\\'..'``), dollar quoting, quoted
-identifiers and comments.
+The text is read as tokens nested by parentheses (:mod:`.sql_lex`: one linear pass), and
+clause keywords are looked up at each level of the tree; hand-written, as no SQL library of
+the field is a dependency. Statements longer than :data:`MAX_STATEMENT` characters are not
+read.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field
-from typing import Union
+from dataclasses import dataclass
+
+from agentshark.apis.retrieval.sql_lex import (
+    Group,
+    Item,
+    Token,
+    is_text,
+    split,
+    string_value,
+    token_texts,
+    tokens,
+    tree,
+    word_at,
+)
 
 MAX_STATEMENT = 1 << 20  # characters of a statement read for pgvector
 METRICS = {  # operator -> metric (pgvector's function of the same distance)
@@ -51,56 +60,6 @@ VECTOR_TYPES = frozenset({"vector", "halfvec", "sparsevec"})  # bit is PostgreSQ
 _ENDS = frozenset({"FROM", "WHERE", "GROUP", "HAVING", "WINDOW", "ORDER", "LIMIT", "OFFSET"})
 _CLAUSES = _ENDS | {"FETCH", "FOR", "UNION", "INTERSECT", "EXCEPT", "RETURNING"}
 _SET_OPERATIONS = frozenset({"UNION", "INTERSECT", "EXCEPT"})
-
-_TOKEN = re.compile(
-    r"""
-    (?P<space>\s+)
-  | (?P<comment>--[^\n]*|/\*.*?(?:\*/|\Z))
-  | (?P<estring>[eE]'(?:[^'\\]|\\.|'')*(?:'|\Z))
-  | (?P<string>'(?:[^']|'')*(?:'|\Z))
-  | (?P<dollar>\$(?P<tag>(?:[A-Za-z_][A-Za-z_0-9]*)?)\$.*?(?:\$(?P=tag)\$|\Z))
-  | (?P<param>\$[0-9]+)
-  | (?P<quoted>"(?:[^"]|"")*(?:"|\Z))
-  | (?P<number>(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)
-  | (?P<word>[^\W\d][\w$]*)
-  | (?P<op><->|<=>|<\#>|<\+>|<~>|<%>|::|[<>=!~+\-*/%^&|\#@?]+)
-  | (?P<punct>[(),;.\[\]])
-  | (?P<other>.)
-    """,
-    re.S | re.X,
-)
-
-
-@dataclass(frozen=True, slots=True)
-class Token:
-    kind: str  # word quoted string param number op punct other
-    text: str
-    start: int
-    end: int
-
-    @property
-    def upper(self) -> str:
-        return self.text.upper() if self.kind == "word" else ""
-
-    @property
-    def name(self) -> str:
-        """An identifier as PostgreSQL reads it: unquoted folded to lower case."""
-        if self.kind == "quoted":
-            return self.text[1:-1].replace('""', '"')
-        return self.text.lower()
-
-
-@dataclass(slots=True)
-class Group:
-    """A parenthesized part: its tokens and subgroups, and where it began and ended."""
-
-    items: list[Item] = field(default_factory=list)
-    start: int = 0
-    end: int = 0
-    bracket: bool = False  # ``[...]`` (an ARRAY's, a subscript), not ``(...)``
-
-
-Item = Union[Token, Group]  # noqa: UP007 - a runtime alias for the dataclass field above
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -150,39 +109,6 @@ class VectorInsert:
 Statement = VectorSearch | VectorInsert
 
 
-def tokens(sql: str) -> list[Token]:
-    """The statement's tokens, spaces and comments left out."""
-    out = []
-    for m in _TOKEN.finditer(sql):
-        kind = m.lastgroup or "other"
-        if kind in ("space", "comment"):
-            continue
-        if kind in ("estring", "dollar"):
-            kind = "string"
-        out.append(Token(kind, m.group(), m.start(), m.end()))
-    return out
-
-
-def tree(toks: list[Token]) -> Group:
-    """The tokens nested by parentheses and brackets (an unbalanced ``)`` or ``]`` is left
-    out, an unclosed ``(`` closes at the end)."""
-    root = Group(start=0, end=toks[-1].end if toks else 0)
-    stack = [root]
-    for tok in toks:
-        if tok.text in "([" and tok.kind == "punct":
-            group = Group(start=tok.start, bracket=tok.text == "[")
-            stack[-1].items.append(group)
-            stack.append(group)
-        elif tok.text in ")]" and tok.kind == "punct":
-            if len(stack) > 1 and stack[-1].bracket == (tok.text == "]"):
-                stack.pop().end = tok.end
-        else:
-            stack[-1].items.append(tok)
-    for group in stack[1:]:
-        group.end = root.end
-    return root
-
-
 def parse(sql: str) -> Statement | None:
     """What ``sql`` is to pgvector: a search, a write of vectors, or None (anything else)."""
     if len(sql) > MAX_STATEMENT:
@@ -192,7 +118,7 @@ def parse(sql: str) -> Statement | None:
     if not marked and "insert" not in low:
         return None  # the common case: a few passes over the text, no tokens
     root = tree(tokens(sql))
-    first = _word(root.items, 0)
+    first = word_at(root.items, 0)
     if first == "INSERT":
         return _insert(root.items)
     for scope in _scopes(root):
@@ -200,11 +126,6 @@ def parse(sql: str) -> Statement | None:
         if found is not None:
             return found
     return None
-
-
-def _word(items: list[Item], i: int) -> str:
-    item = items[i] if 0 <= i < len(items) else None
-    return item.upper if isinstance(item, Token) else ""
 
 
 def _scopes(root: Group) -> list[list[Item]]:
@@ -226,9 +147,9 @@ def _scopes(root: Group) -> list[list[Item]]:
 
 def _select_start(items: list[Item]) -> int | None:
     """Where the SELECT of ``items`` begins: the first word, or after a WITH's CTEs."""
-    if _word(items, 0) == "SELECT":
+    if word_at(items, 0) == "SELECT":
         return 0
-    if _word(items, 0) != "WITH":
+    if word_at(items, 0) != "WITH":
         return None
     for i, item in enumerate(items):
         if isinstance(item, Token) and item.upper == "SELECT":
@@ -242,7 +163,7 @@ def _clauses(items: list[Item]) -> dict[str, tuple[int, int]]:
     for i, item in enumerate(items):
         word = item.upper if isinstance(item, Token) else ""
         if word in _CLAUSES or (word == "SELECT" and i == 0):
-            if word in ("ORDER", "GROUP") and _word(items, i + 1) != "BY":
+            if word in ("ORDER", "GROUP") and word_at(items, i + 1) != "BY":
                 continue
             marks.append((word, i))
     out: dict[str, tuple[int, int]] = {}
@@ -253,27 +174,16 @@ def _clauses(items: list[Item]) -> dict[str, tuple[int, int]]:
     return out
 
 
-def _split(items: list[Item]) -> list[list[Item]]:
-    """Items split at this level's commas."""
-    parts: list[list[Item]] = [[]]
-    for item in items:
-        if isinstance(item, Token) and item.kind == "punct" and item.text == ",":
-            parts.append([])
-        else:
-            parts[-1].append(item)
-    return [p for p in parts if p]
-
-
 def _search(sql: str, items: list[Item]) -> VectorSearch | None:
     spans = _clauses(items)
     if "ORDER" not in spans or not _SET_OPERATIONS.isdisjoint(spans):
         return None
     if "LIMIT" not in spans and "FETCH" not in spans:
         return None
-    select = _split(items[slice(*spans["SELECT"])]) if "SELECT" in spans else []
+    select = split(items[slice(*spans["SELECT"])]) if "SELECT" in spans else []
     selected = [_output_name(e) for e in select]
     star = any(_is_star(e) for e in select)
-    keys = _split(items[slice(*spans["ORDER"])])
+    keys = split(items[slice(*spans["ORDER"])])
     if not keys:
         return None
     key, descending = _sort_key(keys[0])
@@ -344,7 +254,7 @@ def _is_star(expr: list[Item]) -> bool:
 
 
 def _strip_alias(expr: list[Item]) -> list[Item]:
-    if len(expr) > 2 and _word(expr, len(expr) - 2) == "AS":
+    if len(expr) > 2 and word_at(expr, len(expr) - 2) == "AS":
         return expr[:-2]
     if len(expr) > 1 and _bare_alias(expr):
         return expr[:-1]
@@ -363,7 +273,7 @@ def _bare_alias(expr: list[Item]) -> bool:
 
 def _output_name(expr: list[Item]) -> str | None:
     """A select item's column name: its alias, or a column reference's last name."""
-    if len(expr) > 2 and _word(expr, len(expr) - 2) == "AS":
+    if len(expr) > 2 and word_at(expr, len(expr) - 2) == "AS":
         last = expr[-1]
         return last.name if isinstance(last, Token) else None
     if len(expr) > 1 and _bare_alias(expr):
@@ -404,7 +314,7 @@ def _distance(expr: list[Item], *, exact: bool = False) -> Distance | None:
         if isinstance(item, Token) and item.kind == "word" and item.name in FUNCTIONS:
             args = expr[i + 1] if i + 1 < len(expr) else None
             if isinstance(args, Group):
-                parts = _split(args.items)
+                parts = split(args.items)
                 if len(parts) == 2 and (not exact or len(expr) == 2):
                     a, b = _operand(parts[0], before=False), _operand(parts[1], before=False)
                     return _pair(FUNCTIONS[item.name], a[0], b[0])
@@ -424,26 +334,22 @@ def _operand(items: list[Item], *, before: bool) -> Operand:
     if before:
         i = len(items) - 1
         while i >= 0:  # back over casts (``::vector(3)``) and dotted names
-            if isinstance(items[i], Group) and i >= 2 and _is(items[i - 2], "::"):
+            if isinstance(items[i], Group) and i >= 2 and is_text(items[i - 2], "::"):
                 i -= 1  # the type's modifier: to its name
-            if i >= 2 and _is(items[i - 1], "::", "."):
+            if i >= 2 and is_text(items[i - 1], "::", "."):
                 i -= 2
                 continue
             break
         i = max(i, 0)
         return items[i:], len(items) - i
-    taken = 2 if _word(items, 0) in ("CAST", "ARRAY") and len(items) > 1 else 1
-    while taken + 1 < len(items) and _is(items[taken], "."):  # t.embedding
+    taken = 2 if word_at(items, 0) in ("CAST", "ARRAY") and len(items) > 1 else 1
+    while taken + 1 < len(items) and is_text(items[taken], "."):  # t.embedding
         taken += 2
-    while taken < len(items) and _is(items[taken], "::"):
+    while taken < len(items) and is_text(items[taken], "::"):
         taken += 2
         if taken < len(items) and isinstance(items[taken], Group):
             taken += 1  # vector(3)
     return items[:taken], min(taken, len(items))
-
-
-def _is(item: Item, *texts: str) -> bool:
-    return isinstance(item, Token) and item.text in texts
 
 
 def _pair(metric: str, a: list[Item], b: list[Item]) -> Distance:
@@ -456,7 +362,7 @@ def _column(items: list[Item]) -> str | None:
     """A column reference (``t.embedding``, casts after it left out), else None."""
     names: list[str] = []
     for item in items:
-        if _is(item, "::"):
+        if is_text(item, "::"):
             break
         if not isinstance(item, Token) or item.kind not in ("word", "quoted", "punct"):
             return None
@@ -477,8 +383,8 @@ def _vector(items: list[Item]) -> VectorQuery | None:
         inner = items[1]
         if isinstance(inner, Group):
             found = _vector(inner.items)
-            as_at = next((n for n, i in enumerate(inner.items) if _word([i], 0) == "AS"), None)
-            kind = _word(inner.items, as_at + 1).lower() if as_at is not None else ""
+            as_at = next((n for n, i in enumerate(inner.items) if word_at([i], 0) == "AS"), None)
+            kind = word_at(inner.items, as_at + 1).lower() if as_at is not None else ""
             if found is not None:
                 return VectorQuery(
                     parameter=found.parameter, literal=found.literal, cast=kind or found.cast
@@ -489,37 +395,24 @@ def _vector(items: list[Item]) -> VectorQuery | None:
         if isinstance(items[1], Group) and items[1].bracket:
             inside = items[1].items
         if all(isinstance(i, Token) and i.kind in ("number", "op", "punct") for i in inside):
-            return VectorQuery(literal="[" + "".join(_texts(inside)) + "]", cast=cast)
+            return VectorQuery(literal="[" + "".join(token_texts(inside)) + "]", cast=cast)
         return None
     if isinstance(head, Token) and head.kind == "param":
         return VectorQuery(parameter=int(head.text[1:]), cast=cast)
     if isinstance(head, Token) and head.kind == "string":
-        return VectorQuery(literal=_string_value(head.text), cast=cast)
+        return VectorQuery(literal=string_value(head.text), cast=cast)
     if isinstance(head, Group) and len(items) == 1:
         return _vector(head.items)
     return None
 
 
-def _texts(items: list[Item]) -> list[str]:
-    return [i.text for i in items if isinstance(i, Token)]
-
-
 def _cast(items: list[Item]) -> str | None:
     for n, item in enumerate(items[:-1]):
-        if _is(item, "::"):
-            name = _word(items, n + 1).lower()
+        if is_text(item, "::"):
+            name = word_at(items, n + 1).lower()
             if name:
                 return name
     return None
-
-
-def _string_value(text: str) -> str:
-    if text[:1] in "eE" and text[1:2] == "'":
-        return text[2:-1].replace("''", "'")
-    if text.startswith("$"):
-        tag_end = text.index("$", 1) + 1
-        return text[tag_end : len(text) - tag_end]
-    return text[1:-1].replace("''", "'")
 
 
 def _limit(items: list[Item], spans: dict[str, tuple[int, int]]) -> tuple[int | None, int | None]:
@@ -540,14 +433,14 @@ def _limit(items: list[Item], spans: dict[str, tuple[int, int]]) -> tuple[int | 
 
 def _table(items: list[Item]) -> str | None:
     """The first table of a FROM: ``[ONLY] [schema.]name``; None for a subquery."""
-    i = 1 if _word(items, 0) == "ONLY" else 0
+    i = 1 if word_at(items, 0) == "ONLY" else 0
     names = []
     while i < len(items):
         item = items[i]
         if not isinstance(item, Token) or item.kind not in ("word", "quoted"):
             break
         names.append(item.name)
-        if not _is(items[i + 1] if i + 1 < len(items) else Group(), "."):
+        if not is_text(items[i + 1] if i + 1 < len(items) else Group(), "."):
             break
         i += 2
     return ".".join(names) or None
@@ -574,18 +467,18 @@ def _parameters(items: list[Item]) -> list[int]:
 
 def _insert(items: list[Item]) -> VectorInsert | None:
     """``INSERT INTO t [(cols)] VALUES (...), ...``: its rows' values."""
-    if _word(items, 1) != "INTO":
+    if word_at(items, 1) != "INTO":
         return None
     table = _table(items[2:])
     i = 2
-    while i < len(items) and isinstance(items[i], Token) and _word(items, i) != "VALUES":
+    while i < len(items) and isinstance(items[i], Token) and word_at(items, i) != "VALUES":
         i += 1
     columns: list[str] = []
     group = items[i] if i < len(items) else None
     if isinstance(group, Group):
-        columns = [_output_name(c) or "" for c in _split(group.items)]
+        columns = [_output_name(c) or "" for c in split(group.items)]
         i += 1
-    if _word(items, i) != "VALUES":
+    if word_at(items, i) != "VALUES":
         return None
     rows: list[list[VectorQuery | None]] = []
     for item in items[i + 1 :]:
@@ -593,5 +486,5 @@ def _insert(items: list[Item]) -> VectorInsert | None:
             if item.kind == "punct" and item.text == ",":
                 continue
             break  # ON CONFLICT, RETURNING: the rows are over
-        rows.append([_vector(value) for value in _split(item.items)])
+        rows.append([_vector(value) for value in split(item.items)])
     return VectorInsert(table=table, columns=columns, rows=rows) if rows else None
