@@ -199,6 +199,8 @@ def test_the_agent_search_exports_as_a_retrieval_span_under_the_tool(
     assert attrs["gen_ai.request.top_k"] == 2
     assert attrs["agentshark.retrieval.service"] == "pgvector"
     assert attrs["agentshark.retrieval.metric"] == "cosine_distance"
+    assert attrs["db.system.name"] == "postgresql"
+    assert attrs["db.query.text"] == truth()["tool_calls"][0]["statement"]
     assert json.loads(attrs["agentshark.retrieval.filter"])["parameters"] == {"$2": "fruit"}
     docs = json.loads(attrs["agentshark.retrieval.documents"])
     assert [d["id"] for d in docs] == [str(r[0]) for r in truth()["tool_calls"][0]["rows"]]

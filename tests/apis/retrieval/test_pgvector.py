@@ -346,6 +346,7 @@ def test_a_search_call_with_documents_from_the_rows() -> None:
     assert call.extras["retrieval"] == {
         "role": "vector_store",
         "service": "pgvector",
+        "statement": op.statement,
         "data_source": "items",
         "vector_column": "embedding",
         "metric": "l2_distance",
@@ -427,6 +428,7 @@ def test_writes_need_a_vector_on_the_wire() -> None:
     assert call.extras["retrieval"] == {
         "role": "vector_store",
         "service": "pgvector",
+        "statement": binary.statement,
         "data_source": "items",
         "endpoint": "insert",
         "count": 2,
@@ -468,3 +470,30 @@ def test_a_long_binary_filter_value_is_kept_by_its_size() -> None:
     assert call.extras["retrieval"]["filter"]["parameters"] == {
         "$2": {"format": "binary", "size": 4000}
     }
+
+
+def test_a_long_statement_is_kept_by_its_head_and_length() -> None:
+    literal = "[" + ",".join(["0.5"] * 2000) + "]"
+    op = operation(f"SELECT id FROM items ORDER BY embedding <-> '{literal}' LIMIT 2")
+    call = call_of(op)
+    assert call is not None
+    info = call.extras["retrieval"]
+    assert info["statement"] == (op.statement or "")[:4096]
+    assert info["statement_chars"] == len(op.statement or "")
+    assert info["queries"][0]["vector_dimensions"] == 2000
+
+
+def test_a_tool_whose_sql_argument_is_the_search_links_to_it() -> None:
+    """An agent's ``run_sql`` tool sends the search itself: its argument is in the call's
+    statement (as it was in the SQL operation's body before the search was recognized)."""
+    from agentshark.apis.model import ToolCallPart
+    from agentshark.trace.retrieval import tool_work
+
+    sql = "SELECT id, content FROM items ORDER BY embedding <=> '[1,0,0]' LIMIT 3"
+    call = call_of(operation(sql, columns=["id", "content"], values=[["1", "a"]]))
+    assert call is not None
+    call.timing.started = 1.0
+    part = ToolCallPart(id="call_1", name="run_sql", arguments={"sql": sql})
+    ((found, evidence, confidence),) = tool_work(part, lambda _: True, [call], set())
+    assert found is call and confidence == 0.6
+    assert "holds every argument value" in evidence

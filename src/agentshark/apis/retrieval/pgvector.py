@@ -26,11 +26,13 @@ values include a vector a ``retrieval.write``. What the call keeps, from the ope
   ``chunk``, ``page_content``, ``body``), and the other columns as ``metadata`` except the
   vector column. Values are as the wire carried them (text format: strings).
 
-A write keeps ``data_source``, ``endpoint`` ``insert``, ``count`` (rows in ``VALUES``),
-``vectors`` and ``dimensions`` (their sizes, one entry each) and ``written`` from the command
-tag. A value counts as a vector when it is cast to ``vector``/``halfvec``/``sparsevec``, or is
-a binary parameter whose bytes are exactly pgvector's binary form (a parameter without a cast
-in text form is not: its column's type is not on the wire).
+Both keep ``statement``, the SQL as sent (its first :data:`STATEMENT_KEPT` characters;
+``statement_chars`` its length when longer). A write keeps ``data_source``, ``endpoint``
+``insert``, ``count`` (rows in ``VALUES``), ``vectors`` and ``dimensions`` (their sizes, one
+entry each) and ``written`` from the command tag. A value counts as a vector when it is cast
+to ``vector``/``halfvec``/``sparsevec``, or is a binary parameter whose bytes are exactly
+pgvector's binary form (a parameter without a cast in text form is not: its column's type is
+not on the wire).
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ SERVICE = "pgvector"
 MAX_DIMENSIONS = 16000  # pgvector's limit for a vector
 CONTENT_COLUMNS = ("content", "text", "document", "chunk", "page_content", "body")
 STATEMENT_KINDS = ("query", "execute")  # a simple Query, an extended-protocol Execute
+STATEMENT_KEPT = 4096  # characters of the statement kept on the call
 
 
 class Pgvector:
@@ -134,6 +137,7 @@ def _search(op: Operation, found: VectorSearch, call: Call) -> None:
     if limit is None and found.limit_parameter is not None:
         limit = _integer(_parameter(op.parameters, found.limit_parameter))
     info: dict[str, Json] = {
+        **_statement(op),
         "data_source": found.table,
         "vector_column": found.column,
         "metric": found.metric,
@@ -156,6 +160,7 @@ def _write(op: Operation, found: VectorInsert, call: Call) -> None:
     if op.result and op.result.startswith("INSERT "):
         written = _integer(op.result.rsplit(" ", 1)[-1])
     info: dict[str, Json] = {
+        **_statement(op),
         "data_source": found.table,
         "endpoint": "insert",
         "count": len(found.rows),
@@ -173,6 +178,16 @@ def _write(op: Operation, found: VectorInsert, call: Call) -> None:
         results=None,
         answered=answered,
     )
+
+
+def _statement(op: Operation) -> dict[str, Json]:
+    """The statement as sent, its first :data:`STATEMENT_KEPT` characters (what a tool
+    call's SQL argument is matched against, like a SQL operation's body)."""
+    sql = op.statement or ""
+    out: dict[str, Json] = {"statement": sql[:STATEMENT_KEPT]}
+    if len(sql) > STATEMENT_KEPT:
+        out["statement_chars"] = len(sql)
+    return out
 
 
 def _insert_vectors(found: VectorInsert, parameters: list[Json]) -> list[int | None]:
