@@ -261,12 +261,13 @@ def test_fresh_capture_of_a_real_pgvector_server(tmp_path: Path) -> None:
     if reason is not None:
         pytest.skip(reason)
     script = ROOT / "scripts" / "make_pgvector_captures.py"
-    subprocess.run(
+    made = subprocess.run(
         [sys.executable, str(script), "--out", str(tmp_path)],
-        check=True,
         capture_output=True,
+        text=True,
         timeout=300,
     )
+    assert made.returncode == 0, made.stderr[-2000:]  # e.g. its ports taken by another run
     run = json.loads((tmp_path / "pgvector_psycopg" / "run.json").read_text())
     if not run["capture_complete"]:
         pytest.skip(f"tcpdump dropped packets: {run['tcpdump']}")
