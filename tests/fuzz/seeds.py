@@ -321,11 +321,13 @@ def _quic(add: Any) -> None:
 
 def _wire(add: Any) -> None:
     """PostgreSQL, MySQL, Redis and AMQP connections of the project's own captures
-    (scripts/make_pg_captures.py, make_mysql_captures.py, make_redis_captures.py,
-    make_amqp_captures.py)."""
+    (scripts/make_pg_captures.py, make_pgvector_captures.py, make_mysql_captures.py,
+    make_redis_captures.py, make_amqp_captures.py). The pgvector connections are cut longer:
+    their searches come after the adapter's type lookups."""
     own = (
         ("pg_psycopg", "pgsql"),
         ("pg_agent", "pgsql"),
+        ("pgvector_psycopg", "pgsql"),
         ("mysql_pymysql", "mysql"),
         ("mysql_connector", "mysql"),
         ("mysql_compressed", "mysql"),
@@ -333,10 +335,11 @@ def _wire(add: Any) -> None:
         ("amqp_pika", "amqp"),
     )
     for name, target in own:
+        cut = 2 * CUT if name == "pgvector_psycopg" else CUT
         for steps in streams(OWN / name / "capture.pcap").values():
             client, server = joined(steps)
             if client or server:
-                add(target, [client[:CUT], server[:CUT]])
+                add(target, [client[:cut], server[:cut]])
 
 
 def _kafka(add: Any) -> None:

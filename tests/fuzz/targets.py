@@ -443,10 +443,20 @@ def t_websocket(parts: Parts) -> list[Any]:
 
 def t_pgsql(parts: Parts) -> list[Any]:
     """Both directions of a PostgreSQL connection (part 0 client, part 1 server) through
-    the wire decoder, in random pieces with gaps and ends."""
+    the wire decoder, in random pieces with gaps and ends; each operation then through the
+    families read from operations (pgvector's SQL recognizer): a call, or none."""
+    from agentshark.apis.model import Call
+    from agentshark.apis.registry import OPERATION_FAMILIES
     from agentshark.wire.pgsql import PgSession
 
-    return _wire(PgSession("fuzz"), parts)
+    ops = _wire(PgSession("fuzz"), parts)
+    for op in ops:
+        for family in OPERATION_FAMILIES:
+            if family.match(op) > 0:
+                call = Call(id="fuzz", exchange_id="fuzz", api=family.api)
+                family.parse(op, call)
+                orjson.dumps(call.extras)  # what the report writes of it
+    return ops
 
 
 def t_mysql(parts: Parts) -> list[Any]:

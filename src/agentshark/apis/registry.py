@@ -31,7 +31,7 @@ from __future__ import annotations
 import itertools
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
@@ -41,7 +41,7 @@ from agentshark.apis.appids import header_app_ids
 from agentshark.apis.bedrock import converse as bedrock_converse
 from agentshark.apis.bedrock import invoke as bedrock_invoke
 from agentshark.apis.cohere import chat as cohere
-from agentshark.apis.family import ApiFamily
+from agentshark.apis.family import ApiFamily, OperationFamily
 from agentshark.apis.gemini import generate as gemini
 from agentshark.apis.gemini import live
 from agentshark.apis.graphql import calls as graphql
@@ -51,7 +51,16 @@ from agentshark.apis.ollama import chat as ollama
 from agentshark.apis.openai import chat as openai_chat
 from agentshark.apis.openai import realtime
 from agentshark.apis.openai import responses as openai_responses
-from agentshark.apis.retrieval import memory, rerank, search, vectors, weaviate, web, writes
+from agentshark.apis.retrieval import (
+    memory,
+    pgvector,
+    rerank,
+    search,
+    vectors,
+    weaviate,
+    web,
+    writes,
+)
 from agentshark.apis.view import ExchangeView
 from agentshark.apis.xai import chat as xai_chat
 from agentshark.errors import Diagnostic
@@ -102,6 +111,10 @@ def families() -> Sequence[ApiFamily]:
     return FAMILIES
 
 
+# The families read from a wire protocol's operations (agentshark.wire), not from HTTP.
+OPERATION_FAMILIES: tuple[OperationFamily, ...] = (*pgvector.FAMILIES,)
+
+
 # The families read from a WebSocket session's messages, not claimed exchange by exchange
 # (agentshark.pipeline reads them): OpenAI Realtime, Gemini Live.
 SESSION_APIS = (realtime.API, live.API)
@@ -110,6 +123,7 @@ SESSION_APIS = (realtime.API, live.API)
 def known_apis() -> list[str]:
     """The ``api`` names calls can have (parsed families), then the recognized unparsed ones."""
     named = {n for f in families() for n in (f.api, *getattr(f, "apis", ())) if n}
+    named |= {f.api for f in OPERATION_FAMILIES}
     parsed = sorted(named | set(SESSION_APIS))  # ``apis``: the names a family gives by shape
     return parsed + [n for n in dict.fromkeys(u.api for u in UNPARSED) if n not in parsed]
 
@@ -231,6 +245,29 @@ def recognize(
     elif call.stream and view.framing is not None:
         _chunk_timing(view, call.timing)
     call.diagnostics.extend(view.diagnostics)
+    return call
+
+
+def recognize_operation(exchange: Exchange, next_id: Callable[[], str]) -> Call | None:
+    """The call a wire protocol's operation carries (a pgvector search over PostgreSQL), or
+    None; ``next_id`` is called only for a call made, so an operation no family claims takes
+    no call id."""
+    op = exchange.operation
+    if op is None:
+        return None
+    best: OperationFamily | None = None
+    best_score = 0.0
+    for family in OPERATION_FAMILIES:
+        score = family.match(op)
+        if score > best_score:
+            best, best_score = family, score
+    if best is None:
+        return None
+    call = Call(id=next_id(), exchange_id=exchange.id, api=best.api)
+    _common(exchange, call)
+    best.parse(op, call)
+    _evidence(exchange, call)
+    call.timing.first_token = None
     return call
 
 

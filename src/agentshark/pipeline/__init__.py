@@ -18,7 +18,7 @@ from typing import BinaryIO, Protocol, TypeVar, overload
 
 from agentshark.apis.mcp.sessions import McpSessions
 from agentshark.apis.model import Call
-from agentshark.apis.registry import recognize
+from agentshark.apis.registry import recognize, recognize_operation
 from agentshark.apis.session_evidence import with_losses
 from agentshark.apis.websocket import SessionCalls
 from agentshark.errors import Diagnostic, InputError
@@ -165,6 +165,10 @@ def _with_calls(
                     yield from sessions.feed(call)
                 else:
                     yield call
+        elif isinstance(item, Exchange):  # a wire operation: a pgvector search's?
+            op_call = recognize_operation(item, next_id)
+            if op_call is not None:
+                yield op_call
     yield from sessions.close()
 
 

@@ -67,10 +67,12 @@ def _texts(call: Call) -> list[str]:
 
 def request_text(call: Call) -> str:
     """What a tool call's argument values are looked for in: the query texts, and for a
-    retrieval call its filter, ``top_k``, data source and scope."""
+    retrieval call its SQL statement (pgvector), filter, ``top_k``, data source and scope."""
     pieces = _texts(call)
     if is_retrieval(call):
         info = _info(call, "retrieval")
+        if isinstance(info.get("statement"), str):  # pgvector: the SQL as sent
+            pieces.append(info["statement"])
         for key in ("filter", "top_k", "data_source", "namespace"):
             if info.get(key) is not None:
                 pieces.append(orjson.dumps(info[key]).decode())

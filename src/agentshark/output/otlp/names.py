@@ -137,6 +137,9 @@ RETRIEVAL_ROLE: Final = "agentshark.retrieval.role"  # vector_store, reranker, w
 RETRIEVAL_SERVICE: Final = "agentshark.retrieval.service"  # chroma, qdrant, cohere, mem0...
 RETRIEVAL_NAMESPACE: Final = "agentshark.retrieval.namespace"  # JSON
 RETRIEVAL_FILTER: Final = "agentshark.retrieval.filter"  # JSON
+RETRIEVAL_METRIC: Final = "agentshark.retrieval.metric"  # pgvector: l2_distance, cosine_distance...
+DB_SYSTEM: Final = "db.system.name"  # OTel database semconv: pgvector's postgresql
+DB_QUERY_TEXT: Final = "db.query.text"  # the SQL statement (pgvector)
 RETRIEVAL_QUERIES: Final = "agentshark.retrieval.queries"  # JSON: text or vector size
 RETRIEVAL_DOCUMENTS: Final = "agentshark.retrieval.documents"  # JSON: the document parts
 # -- HTTP executions ----------------------------------------------------------------------------

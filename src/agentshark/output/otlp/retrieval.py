@@ -7,8 +7,11 @@ GenAI semconv v1.41.1 (gen-ai-spans.md) names a retrieval span ``retrieval
 ``memory.read``/``memory.write``/``memory.delete`` (no semconv name yet: the report's
 operation, as it is). Besides ``gen_ai.data_source.id`` and
 ``gen_ai.request.top_k``, what the conventions have no name for is agentshark's own: the
-service and its role, the queries and the documents as JSON strings (the documents are the
-call's output parts). :mod:`.openinference` reads these for the RETRIEVER and RERANKER kinds.
+service and its role, the distance metric (pgvector's), the queries and the documents as
+JSON strings (the documents are the call's output parts). A pgvector search is a database
+client span too: ``db.system.name`` ``postgresql`` and ``db.query.text`` (semconv database
+spans), the statement as sent. :mod:`.openinference` reads these
+for the RETRIEVER and RERANKER kinds.
 """
 
 from __future__ import annotations
@@ -36,11 +39,15 @@ def retrieval_call(call: dict[str, Json]) -> a.Attributes:
         ("role", n.RETRIEVAL_ROLE),
         ("service", n.RETRIEVAL_SERVICE),
         ("top_k", n.REQUEST_TOP_K),
+        ("metric", n.RETRIEVAL_METRIC),
     ):
         if info.get(key) is not None:
             attrs[name] = info[key]
     if call.get("request_model"):
         attrs[n.REQUEST_MODEL] = call["request_model"]
+    if isinstance(info.get("statement"), str):  # pgvector: a database client span too
+        attrs[n.DB_SYSTEM] = "postgresql"
+        attrs[n.DB_QUERY_TEXT] = info["statement"]
     for key, name in (("namespace", n.RETRIEVAL_NAMESPACE), ("filter", n.RETRIEVAL_FILTER)):
         if info.get(key) is not None:
             attrs[name] = a.dumps(info[key])
