@@ -4,7 +4,8 @@
 # .venv-pgvector at the repository root, never into the project's venv. Debian bookworm has no
 # pgvector package, so the server is PyPI's `pgserver`, whose wheel bundles PostgreSQL's
 # binaries (initdb, postgres, pg_ctl) with pgvector's `vector` extension built in; the venv
-# also holds the client side: psycopg 3 and the `pgvector` package's adapters. Idempotent: a
+# also holds the client side: psycopg 3, the `pgvector` package's adapters and the openai SDK
+# (the agent run). Idempotent: a
 # venv whose server and extension are there is left as it is.
 #
 #   bash scripts/pgvector.sh
@@ -24,7 +25,7 @@ ready() {
     local base
     base="$(find_bin 2>/dev/null)" || return 1
     [ -x "$base/bin/postgres" ] && [ -f "$base/share/postgresql/extension/vector.control" ] \
-        && "$venv/bin/python" -c "import psycopg, pgvector.psycopg" 2>/dev/null
+        && "$venv/bin/python" -c "import psycopg, pgvector.psycopg, openai" 2>/dev/null
 }
 if [ -x "$venv/bin/python" ] && ready; then
     echo "pgvector.sh: $("$(find_bin)/bin/postgres" --version) with pgvector already in $venv"
@@ -33,7 +34,7 @@ fi
 "$python" -m venv "$venv"
 quiet() { "$@" 2>&1 | { grep -v "^WARNING: Location" || true; }; }
 quiet "$venv/bin/pip" install -q --upgrade pip
-quiet "$venv/bin/pip" install -q "$spec" "psycopg[binary]>=3.1" "pgvector" "numpy"
+quiet "$venv/bin/pip" install -q "$spec" "psycopg[binary]>=3.1" "pgvector" "numpy" "openai>=1.50"
 if ! ready; then
     echo "pgvector.sh: pgserver gave no postgres binary with the vector extension" >&2
     exit 1
