@@ -15,9 +15,10 @@ up (``None``: the caller goes the library's way) on everything else:
   of one oneof, a wire type that is not the field's (repeated numbers may come packed);
 - field number 0, groups and invalid wire types, a varint over 10 bytes, a value that runs
   past its message, a string that is not UTF-8 (the library's errors are the report's);
-- floats, maps, NaN or infinite doubles, enums with value options, unknown values of closed
-  enums, and the well-known types but timestamps and durations (written from their bytes by
-  ``ToJsonString`` once per distinct value).
+- floats, maps, NaN or infinite doubles, enums whose values have JSON names of their own
+  (:func:`~agentshark.framing.proto_json.names_enum_values`), unknown values of closed
+  enums, and the well-known types but timestamps and durations (written from their bytes
+  by ``ToJsonString`` once per distinct value).
 
 An implicit-presence scalar (proto3 without ``optional``) at its default value is left out,
 as ``ListFields`` leaves it out; unknown fields are skipped, as ``json_format`` skips them.
@@ -30,6 +31,8 @@ import math
 import struct
 from collections.abc import Callable
 from typing import Any
+
+from agentshark.framing.proto_json import names_enum_values
 
 __all__ = ["WireJson"]
 
@@ -320,9 +323,7 @@ class WireJson:
             field.default = "" if implicit else None
         elif kind == _ENUM:
             enum = fd.enum_type
-            if enum.full_name == "google.protobuf.NullValue" or any(
-                v.has_options for v in enum.values
-            ):
+            if not names_enum_values(enum):
                 return field
             field.wire, field.read = _VARINT, _enum_reader(enum)
             field.packed = field.repeated
