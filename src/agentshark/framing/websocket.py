@@ -136,7 +136,7 @@ class WsMessage:
 
     @property
     def kind(self) -> str:
-        return OPCODE_NAMES.get(self.opcode, f"opcode {self.opcode}")
+        return OPCODE_NAMES.get(self.opcode) or f"opcode {self.opcode}"
 
     def text(self) -> str | None:
         """A text or close message's payload as text (invalid UTF-8 replaced), else None."""
