@@ -3,9 +3,12 @@ implementation of RFC 6455 and RFC 7692) writes."""
 
 from __future__ import annotations
 
+import dataclasses
+import pickle
 import random
 import zlib
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from wsproto.extensions import Extension, PerMessageDeflate
@@ -22,6 +25,7 @@ from agentshark.framing.websocket import (
     WsMessage,
     parse_deflate,
 )
+from agentshark.model import WsRecord
 
 
 def writer(client: bool, deflate: str | None = None) -> FrameProtocol:
@@ -256,3 +260,38 @@ def test_raw_deflate_oracle() -> None:
     frame = bytes([0xC1, len(body) - 4]) + body[:-4]
     (m,), _ = read(frame, 1, deflate=Deflate())
     assert m.payload == b"plain zlib"
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.builds(
+        WsMessage,
+        direction=st.integers(0, 1),
+        opcode=st.sampled_from([TEXT, BINARY, CLOSE, PING, 0, 3]),
+        payload=st.none() | st.binary(max_size=40),
+        size=st.integers(0, 1 << 40),
+        wire_size=st.integers(0, 1 << 40),
+        frames=st.integers(1, 9),
+        first_ts=st.floats(allow_nan=False) | st.integers(0, 9),
+        last_ts=st.floats(allow_nan=False),
+        offset=st.integers(0, 1 << 40),
+        compressed=st.booleans(),
+        complete=st.booleans(),
+        truncated=st.booleans(),
+        close_code=st.none() | st.integers(0, 4999),
+        close_reason=st.none() | st.text(max_size=8),
+    )
+)
+def test_a_pickled_message_and_record_come_back_the_same(message: WsMessage) -> None:
+    """The workers of a shared run pickle every message (``WsMessage.__reduce__``, by field
+    values; ``WsRecord`` too): each field comes back, of the same type, still frozen."""
+    note = Diagnostic(code="ws.x", message="m", location="e1 websocket")
+    for record in (WsRecord(message=message), WsRecord(message=message, diagnostics=[note])):
+        back = pickle.loads(pickle.dumps([record, record], pickle.HIGHEST_PROTOCOL))
+        assert back[0] is back[1]  # shared, as pickled
+        assert back[0] == record
+        for f in dataclasses.fields(WsMessage):
+            value = getattr(back[0].message, f.name)
+            assert type(value) is type(getattr(message, f.name)), f.name
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            back[0].message.size = 1

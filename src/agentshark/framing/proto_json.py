@@ -12,8 +12,8 @@ Everything else is left to ``json_format`` itself, so the result is always its r
 message that holds a field this module does not convert (floats, maps, extensions,
 well-known and wrapper types are converted by ``MessageToDict`` for their own value, or by
 their ``ToJsonString`` as ``json_format`` does for timestamps, durations and masks; enum
-values with JSON options, NaN or infinite doubles and unknown values of closed enums make the
-whole message go through ``MessageToDict``).
+values with JSON names of their own (:func:`names_enum_values`), NaN or infinite doubles
+and unknown values of closed enums make the whole message go through ``MessageToDict``).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["ProtoJson"]
+__all__ = ["ProtoJson", "names_enum_values"]
 
 _Convert = Callable[[Any], Any]
 
@@ -44,6 +44,32 @@ def _double(value: float) -> float:
     if math.isfinite(value):
         return value
     raise _FallbackError
+
+
+# what an enum value's options may hold without changing how json_format writes it
+_PLAIN_VALUE_OPTIONS = frozenset({"deprecated", "debug_redact"})
+
+
+def names_enum_values(enum_type: Any) -> bool:
+    """Whether ``json_format`` writes each value of ``enum_type`` by its declared name: not
+    ``google.protobuf.NullValue`` (JSON null), nor an enum with a value whose options hold
+    more than ``deprecated`` and ``debug_redact``: the ``pb.enumvalue.json`` extension gives
+    a value a JSON name of its own, and an extension unknown here might (kept as unknown
+    fields, which the comparison of the serialized options sees)."""
+    if enum_type.full_name == "google.protobuf.NullValue":
+        return False
+    for value in enum_type.values:
+        if not value.has_options:
+            continue
+        options = value.GetOptions()
+        plain = type(options)()
+        for fd, v in options.ListFields():
+            if fd.is_extension or fd.name not in _PLAIN_VALUE_OPTIONS:
+                return False
+            setattr(plain, fd.name, v)
+        if plain.SerializeToString() != options.SerializeToString():
+            return False
+    return True
 
 
 # json_format writes these well-known types with their own ToJsonString (RFC 3339 times,
@@ -153,9 +179,7 @@ class ProtoJson:
         raise _FallbackError
 
     def _enum(self, enum_type: Any) -> _Convert:
-        if enum_type.full_name == "google.protobuf.NullValue" or any(
-            v.has_options for v in enum_type.values
-        ):  # JSON null, or JSON names an option may set
+        if not names_enum_values(enum_type):  # JSON null, or JSON names an option sets
             return self._whole
         names = {v.number: v.name for v in enum_type.values}
         closed = bool(getattr(enum_type, "is_closed", False))

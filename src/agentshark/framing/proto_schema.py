@@ -141,14 +141,14 @@ class ProtoSchemas:
 
     def to_json(self, type_name: str, payload: bytes) -> tuple[dict[str, Any] | None, str | None]:
         """The message as proto3 JSON, or (None, why not)."""
-        from google.protobuf import message_factory
-
         try:
             fast = self._wire.read(type_name, payload)
             if fast is not None:
                 return fast, None
             cls = self._classes.get(type_name)
             if cls is None:
+                from google.protobuf import message_factory
+
                 desc = self._pool.FindMessageTypeByName(type_name)
                 cls = self._classes[type_name] = message_factory.GetMessageClass(desc)
             message = cls()

@@ -15,9 +15,10 @@ up (``None``: the caller goes the library's way) on everything else:
   of one oneof, a wire type that is not the field's (repeated numbers may come packed);
 - field number 0, groups and invalid wire types, a varint over 10 bytes, a value that runs
   past its message, a string that is not UTF-8 (the library's errors are the report's);
-- floats, maps, NaN or infinite doubles, enums with value options, unknown values of closed
-  enums, and the well-known types but timestamps and durations (written from their bytes by
-  ``ToJsonString`` once per distinct value).
+- floats, maps, NaN or infinite doubles, enums whose values have JSON names of their own
+  (:func:`~agentshark.framing.proto_json.names_enum_values`), unknown values of closed
+  enums, and the well-known types but timestamps and durations (written from their bytes
+  by ``ToJsonString`` once per distinct value).
 
 An implicit-presence scalar (proto3 without ``optional``) at its default value is left out,
 as ``ListFields`` leaves it out; unknown fields are skipped, as ``json_format`` skips them.
@@ -30,6 +31,8 @@ import math
 import struct
 from collections.abc import Callable
 from typing import Any
+
+from agentshark.framing.proto_json import names_enum_values
 
 __all__ = ["WireJson"]
 
@@ -112,7 +115,7 @@ class _Field:
 
 # how a step reads its value: the length-delimited ones first
 _HOW_STRING, _HOW_MESSAGE, _HOW_BYTES, _HOW_VARINT = 0, 1, 2, 3
-_Step = tuple[str, int, Any, Any, bool, object, int]  # name, how, read, sub, repeated...
+_Step = tuple[int, str, int, Any, Any, bool, object, int]  # number, name, how, read, sub...
 
 
 class _Plan:
@@ -121,8 +124,8 @@ class _Plan:
     def __init__(self, full_name: str) -> None:
         self.full_name = full_name
         self.fields: dict[int, _Field] = {}
-        # tag (number << 3 | the field's wire type) -> (name, how, read, sub plan, repeated,
-        # default, oneof); how is a _HOW_* or the byte count of a fixed-size value
+        # tag (number << 3 | the field's wire type) -> (number, name, how, read, sub plan,
+        # repeated, default, oneof); how is a _HOW_* or the byte count of a fixed-size value
         self.by_tag: dict[int, _Step] = {}
         self.has_oneof = False
 
@@ -159,15 +162,17 @@ class WireJson:
             else:
                 tag, pos = _varint(data, pos)
             step = by_tag.get(tag)
-            number = tag >> 3
             if step is None:  # unknown, or not in the field's wire type
                 pos, last = self._other(plan, data, pos, end, tag, last, js)
                 continue
-            name, how, read, sub, repeated, default, oneof = step
-            again = number == last
-            if number < last or (again and not repeated):
-                raise _GiveUpError
-            if oneofs is not None and oneof >= 0:
+            number, name, how, read, sub, repeated, default, oneof = step
+            again = False
+            if number <= last:  # numbers grow; a repeated field may repeat itself in a row
+                if number < last or not repeated:
+                    raise _GiveUpError
+                again = True
+            if oneof >= 0:  # a member of a real oneof (the plan keeps a set then)
+                assert oneofs is not None
                 if oneof in oneofs and not again:
                     raise _GiveUpError
                 oneofs.add(oneof)
@@ -288,7 +293,7 @@ class WireJson:
             field = self._field(fd)
             plan.fields[fd.number] = field
             if field.wire >= 0:
-                plan.by_tag[fd.number << 3 | field.wire] = _step(field)
+                plan.by_tag[fd.number << 3 | field.wire] = _step(fd.number, field)
             plan.has_oneof = plan.has_oneof or field.oneof >= 0
         return plan
 
@@ -320,9 +325,7 @@ class WireJson:
             field.default = "" if implicit else None
         elif kind == _ENUM:
             enum = fd.enum_type
-            if enum.full_name == "google.protobuf.NullValue" or any(
-                v.has_options for v in enum.values
-            ):
+            if not names_enum_values(enum):
                 return field
             field.wire, field.read = _VARINT, _enum_reader(enum)
             field.packed = field.repeated
@@ -364,7 +367,7 @@ class WireJson:
         return read
 
 
-def _step(field: _Field) -> _Step:
+def _step(number: int, field: _Field) -> _Step:
     if field.wire == _LEN:
         how = _HOW_MESSAGE if field.sub else _HOW_STRING if field.read is None else _HOW_BYTES
     elif field.wire == _VARINT:
@@ -372,6 +375,7 @@ def _step(field: _Field) -> _Step:
     else:
         how = 8 if field.wire == _I64 else 4
     return (
+        number,
         field.name,
         how,
         field.read,

@@ -33,6 +33,7 @@ plausible header, or the data, ends; the message cut by the gap is reported inco
 
 from __future__ import annotations
 
+import operator
 import struct
 import zlib
 from collections.abc import Callable
@@ -135,7 +136,7 @@ class WsMessage:
 
     @property
     def kind(self) -> str:
-        return OPCODE_NAMES.get(self.opcode, f"opcode {self.opcode}")
+        return OPCODE_NAMES.get(self.opcode) or f"opcode {self.opcode}"
 
     def text(self) -> str | None:
         """A text or close message's payload as text (invalid UTF-8 replaced), else None."""
@@ -143,6 +144,13 @@ class WsMessage:
             return None
         body = self.payload[2:] if self.opcode == CLOSE else self.payload
         return body.decode("utf-8", "replace")
+
+    def __reduce__(self) -> tuple[Callable[..., WsMessage], tuple[Any, ...]]:
+        """Pickled as its field values, in order (a worker of :mod:`agentshark.pipeline.jobs`
+        sends every message of its sessions): a frozen dataclass's own ``__getstate__`` and
+        ``__setstate__`` walk ``fields()`` for each object, about 15 us a message both ways,
+        the most of a WebSocket session's cost in a shared run."""
+        return _unpickled, _field_values(self)
 
 
 WsOutput = WsMessage | Diagnostic
@@ -158,6 +166,8 @@ def _message_setters() -> tuple[Callable[[WsMessage, object], None], ...]:
     return tuple(getattr(WsMessage, name).__set__ for name in names)
 
 
+_SETTERS = _message_setters()
+_field_values = operator.attrgetter(*(f.name for f in fields(WsMessage)))  # a tuple, in order
 (
     _set_direction,
     _set_opcode,
@@ -173,8 +183,44 @@ def _message_setters() -> tuple[Callable[[WsMessage, object], None], ...]:
     _set_truncated,
     _set_close_code,
     _set_close_reason,
-) = _message_setters()
+) = _SETTERS
 _object_new = object.__new__
+
+
+def _unpickled(
+    direction: int,
+    opcode: int,
+    payload: bytes | None,
+    size: int,
+    wire_size: int,
+    frames: int,
+    first_ts: float,
+    last_ts: float,
+    offset: int,
+    compressed: bool,
+    complete: bool,
+    truncated: bool,
+    close_code: int | None,
+    close_reason: str | None,
+) -> WsMessage:
+    """A pickled message back from its field values (:meth:`WsMessage.__reduce__`), by the
+    slot descriptors as :func:`_whole_message` sets them."""
+    m: WsMessage = _object_new(WsMessage)
+    _set_direction(m, direction)
+    _set_opcode(m, opcode)
+    _set_payload(m, payload)
+    _set_size(m, size)
+    _set_wire_size(m, wire_size)
+    _set_frames(m, frames)
+    _set_first_ts(m, first_ts)
+    _set_last_ts(m, last_ts)
+    _set_offset(m, offset)
+    _set_compressed(m, compressed)
+    _set_complete(m, complete)
+    _set_truncated(m, truncated)
+    _set_close_code(m, close_code)
+    _set_close_reason(m, close_reason)
+    return m
 
 
 def _whole_message(

@@ -215,11 +215,9 @@ def ws_message_json(record: WsRecord, opts: RenderOptions) -> dict[str, Any]:
         "truncated": m.truncated,
         "decoded": m.payload is not None,
     }
-    if m.opcode == CLOSE:
-        out["close_code"] = m.close_code
-        out["close_reason"] = m.close_reason
     redact = opts.redactor
     if m.opcode == CLOSE:
+        out["close_code"] = m.close_code
         out["close_reason"] = redact.text(m.close_reason) if m.close_reason else m.close_reason
     if opts.events and m.payload is not None:
         payload = m.payload[: opts.max_body]

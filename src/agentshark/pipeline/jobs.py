@@ -27,6 +27,7 @@ and the memory of 65,536 closed 4-tuples, so a capture past either limit may dif
 
 from __future__ import annotations
 
+import gc
 import io
 import itertools
 import mmap
@@ -322,6 +323,13 @@ def run(paths: Sequence[str], opts: Options) -> Iterator[Item]:
     )
     pipes: list[Pipe] = []
     procs = []
+    # The heap so far (the imports' objects, mostly) goes to the permanent generation before
+    # the fork, as the gc module's documentation advises: the full collections of the
+    # workers and of the merge then walk only what each made since, not those objects again
+    # and again (at 60 MB of WebSocket capture, 0.3 s of the merge's 1.4). A collection
+    # first, so no garbage is frozen; frozen objects are still freed by reference counting.
+    gc.collect()
+    gc.freeze()
     try:
         for index in range(jobs):
             receive, send = ctx.Pipe(duplex=False)
@@ -469,7 +477,13 @@ class _Merge:
     def _load(self, data: bytes) -> Any:
         unpickler = pickle.Unpickler(io.BytesIO(data))  # noqa: S301  # our own worker's
         unpickler.persistent_load = self._rename  # type: ignore[method-assign]
-        return unpickler.load()
+        # an item's objects all come at once and hold no cycle: no collection in between
+        # (a WebSocket session is thousands of messages, a collection every 700 objects)
+        gc.disable()
+        try:
+            return unpickler.load()
+        finally:
+            gc.enable()
 
     def _rename(self, text: str) -> str:
         names = self.names

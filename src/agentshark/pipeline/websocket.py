@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 
 from agentshark.errors import Diagnostic
 from agentshark.framing.websocket import Deflate, WsDirection, WsMessage, parse_deflate
-from agentshark.model import Exchange, WsLoss, WsRecord, header
+from agentshark.model import Exchange, WsLoss, WsRecord, header, ws_record
 
 __all__ = [
     "MAX_KEPT",
@@ -218,10 +218,10 @@ class WebSocketSession:
                 else:
                     self._kept += len(payload)
             if pending:
-                record = _record(ev, list(pending))
+                record = ws_record(ev, list(pending))
                 pending.clear()
             else:
-                record = _record(ev, [])
+                record = ws_record(ev, [])
             if self._suspect is not None:
                 record.diagnostics.append(self._suspect)
                 self._unsettled[ev.direction] = False
@@ -266,20 +266,6 @@ NO_HANDSHAKE = Diagnostic(
     "before the capture started",
     location="websocket",
 )
-
-
-_set_message = getattr(WsRecord, "message").__set__  # noqa: B009 - a slot descriptor
-_set_diagnostics = getattr(WsRecord, "diagnostics").__set__  # noqa: B009
-_object_new = object.__new__
-
-
-def _record(message: WsMessage, diagnostics: list[Diagnostic]) -> WsRecord:
-    """``WsRecord(message=..., diagnostics=...)`` at half the cost (slot descriptors, not a
-    dataclass ``__init__`` with its default factory)."""
-    record: WsRecord = _object_new(WsRecord)
-    _set_message(record, message)
-    _set_diagnostics(record, diagnostics)
-    return record
 
 
 def stream_websocket(exchange: Exchange, session: WebSocketSession) -> Exchange:
