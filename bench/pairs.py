@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shlex
 import statistics
 import subprocess
@@ -60,14 +59,16 @@ def build_command(spec: str) -> tuple[str, list[str], dict[str, str]]:
     return label, words, env
 
 
-def measure(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """(wall s, CPU s of the child)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+def measure(argv: list[str], env: dict[str, str]) -> tuple[float, float, float]:
+    """(wall s, CPU s, peak RSS MB) of the child, from its own rusage (``os.wait4``)."""
     t0 = time.perf_counter()
-    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, env=env)
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, env=env)
+    _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        raise subprocess.CalledProcessError(proc.returncode, argv)
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
 def main() -> int:
@@ -99,7 +100,7 @@ def main() -> int:
                 for label, argv, env in builds:
                     for name, path in captures.items():
                         cmd = [*argv, *MODES[mode], str(path), "--no-progress", "-o", "/dev/null"]
-                        wall, cpu = measure(cmd, env)
+                        wall, cpu, _ = measure(cmd, env)
                         runs.setdefault((label, mode, name), []).append((wall, cpu))
                         row = {"build": label, "rep": rep, "mode": mode, "capture": name}
                         raw.write(json.dumps({**row, "wall": wall, "cpu": cpu}) + "\n")
