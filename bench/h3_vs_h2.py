@@ -26,11 +26,10 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
-from pairs import AGENTSHARK, BENCH, MODES, WARM_UP, build_command, measure
+from pairs import BENCH, MODES, add_build_argument, measure, warmed_builds
 
 
 def default_capture(kind: str, mb: int) -> Path:
@@ -55,14 +54,8 @@ def main() -> int:
         help="agentshark's --jobs (default 1: one process, the per-byte cost; 'default': "
         "agentshark's own default, a worker per core for big inputs)",
     )
-    parser.add_argument(
-        "--build",
-        action="append",
-        default=[],
-        help=f"LABEL=COMMAND, repeatable (default: tree={AGENTSHARK})",
-    )
+    add_build_argument(parser)
     args = parser.parse_args()
-    builds = [build_command(b) for b in args.build or [f"tree={AGENTSHARK}"]]
     jobs = [] if args.jobs == "default" else ["--jobs", args.jobs]
     modes = [m.strip() for m in args.modes.split(",")]
     captures = {
@@ -73,11 +66,7 @@ def main() -> int:
         k: json.loads(p.with_suffix(".truth.json").read_text())["exchanges"]
         for k, p in captures.items()
     }
-    for _, argv, env in builds:  # untimed: imports compiled and cached once
-        for warm in WARM_UP:
-            for mode in modes:
-                cmd = [*argv, *MODES[mode], str(warm), "--no-progress", "-o", "/dev/null"]
-                subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=env)
+    builds = warmed_builds(args.build, modes)
     print(f"load average before: {load_text()}")
     runs: dict[tuple[str, str, str], list[tuple[float, float, float]]] = {}
     with (BENCH / "out" / "h3_vs_h2.jsonl").open("a") as raw:
