@@ -82,6 +82,7 @@ def main() -> int:
                         row["jobs"] = args.jobs
                         sample = {"wall": wall, "cpu": cpu, "rss_mb": rss, "load": load_text()}
                         raw.write(json.dumps({**row, **sample}) + "\n")
+                        raw.flush()  # a run stopped early keeps its samples
                         print(
                             f"  rep {rep + 1} {label} {mode} {name}: {wall:.2f} s, "
                             f"{cpu:.2f} s CPU, {rss:.0f} MB, load {sample['load']}",
