@@ -60,6 +60,11 @@ REPLAY_SERVER = BENCH_DIR / "replay_server.py"
 
 # Pinned to the versions the reference benchmark was built with (shared/reference/perf-anchors.md).
 GEN_REQUIREMENTS = ("hypercorn==0.18.0", "httpx==0.28.1", "h11==0.16.0", "PyYAML>=6.0")
+# The HTTP/3 capture's venv (``make_capture.py --h3``): the same, with aioquic, which hypercorn
+# serves HTTP/3 with (its ``quic_bind``) and the client speaks it with. A venv of its own, so
+# that the h1/h2 captures run with exactly the software they were measured with.
+GEN_H3_VENV = BENCH_DIR / ".venv-gen-h3"
+GEN_H3_REQUIREMENTS = (*GEN_REQUIREMENTS, "aioquic==1.7.2")
 
 FAKE_BEARER = "Bearer sk-example-not-a-real-key"
 FAKE_ANTHROPIC_KEY = "sk-ant-example-not-a-real-key"
@@ -265,6 +270,11 @@ def ensure_venv(venv: Path, requirements: Sequence[str], python: str = sys.execu
 def ensure_gen_venv() -> Path:
     """The generator venv's python, creating the venv and installing into it when needed."""
     return ensure_venv(GEN_VENV, GEN_REQUIREMENTS)
+
+
+def ensure_gen_h3_venv() -> Path:
+    """The HTTP/3 generator venv's python (``GEN_H3_REQUIREMENTS``), made when needed."""
+    return ensure_venv(GEN_H3_VENV, GEN_H3_REQUIREMENTS)
 
 
 def in_venv(venv: Path) -> bool:
@@ -631,21 +641,29 @@ def _relay_one(context: Any, raw: socket.socket, back: int) -> None:
         server.close()
 
 
-def is_listening(port: int) -> bool:
+def is_listening(port: int, *, udp: bool = False) -> bool:
     """Whether something listens on 127.0.0.1:``port``, read from /proc/net/tcp so that the
-    check itself sends no packet (a connect probe would end up in the capture)."""
+    check itself sends no packet (a connect probe would end up in the capture); with ``udp``,
+    whether a UDP socket is bound there too (/proc/net/udp, state 07: unconnected)."""
     want = f"0100007F:{port:04X}"
-    try:
-        lines = Path("/proc/net/tcp").read_text().splitlines()[1:]
-    except OSError:
-        return False
-    return any(f[1] == want and f[3] == "0A" for f in (ln.split() for ln in lines) if len(f) > 3)
+    tables = (("tcp", "0A"), ("udp", "07")) if udp else (("tcp", "0A"),)
+    for table, state in tables:
+        try:
+            lines = Path(f"/proc/net/{table}").read_text().splitlines()[1:]
+        except OSError:
+            return False
+        fields = (ln.split() for ln in lines)
+        if not any(f[1] == want and f[3] == state for f in fields if len(f) > 3):
+            return False
+    return True
 
 
-def wait_listening(port: int, proc: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
+def wait_listening(
+    port: int, proc: subprocess.Popen[bytes], timeout: float = 20.0, *, udp: bool = False
+) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if is_listening(port):
+        if is_listening(port, udp=udp):
             return
         if proc.poll() is not None:
             raise ToolError(f"replay server exited with {proc.returncode} before listening")
@@ -661,9 +679,12 @@ def start_replay_server(
     *,
     certfile: Path | None = None,
     keyfile: Path | None = None,
+    quic: bool = False,
+    python: Path = GEN_PYTHON,
 ) -> subprocess.Popen[bytes]:
     """hypercorn serving ``pool_path`` on 127.0.0.1:``port``, listening when this returns;
-    over TLS (ALPN h2 and http/1.1) when ``certfile`` and ``keyfile`` are given."""
+    over TLS (ALPN h2 and http/1.1) when ``certfile`` and ``keyfile`` are given, and with
+    ``quic`` HTTP/3 on the UDP port of that number too (``python``'s venv must hold aioquic)."""
     if not port_is_free(port):
         raise ToolError(f"port {port} is busy on 127.0.0.1: pick another with --port")
     log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -671,7 +692,7 @@ def start_replay_server(
     with log_path.open("wb") as logf:
         proc = subprocess.Popen(
             [
-                str(GEN_PYTHON),
+                str(python),
                 str(REPLAY_SERVER),
                 "--pool",
                 str(pool_path),
@@ -680,11 +701,12 @@ def start_replay_server(
                 "--sse-delay-ms",
                 str(sse_delay_ms),
                 *tls,
+                *(["--quic"] if quic else []),
             ],
             stdout=logf,
             stderr=subprocess.STDOUT,
         )
-    wait_listening(port, proc)
+    wait_listening(port, proc, udp=quic)
     return proc
 
 
@@ -718,7 +740,8 @@ def stop_process(proc: subprocess.Popen[bytes], timeout: float = 15.0) -> int:
 
 
 class Tcpdump:
-    """``tcpdump -i lo --immediate-mode -s 0 -U -B <KiB> -w FILE 'tcp port N'``, ready when
+    """``tcpdump -i lo --immediate-mode -s 0 -U -B <KiB> -w FILE 'tcp port N'`` (``udp port N``
+    with ``proto="udp"``: a QUIC capture), ready when
     :meth:`start` returns (it said "listening on"), stopped with SIGINT so that it flushes and
     prints its counters, which :meth:`stop` returns.
 
@@ -726,7 +749,9 @@ class Tcpdump:
     the packets of a block not yet handed over when SIGINT arrives are lost (a small capture
     can come out empty)."""
 
-    def __init__(self, tcpdump: str, out: Path, port: int, buffer_kib: int = 262144) -> None:
+    def __init__(
+        self, tcpdump: str, out: Path, port: int, buffer_kib: int = 262144, proto: str = "tcp"
+    ) -> None:
         self.argv = [
             tcpdump,
             "-i",
@@ -741,7 +766,7 @@ class Tcpdump:
             "root",
             "-w",
             str(out),
-            f"tcp port {port}",
+            f"{proto} port {port}",
         ]
         self.out = out
         self._proc: subprocess.Popen[str] | None = None

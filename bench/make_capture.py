@@ -48,8 +48,9 @@ import ssl
 import sys
 import tempfile
 import time
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, NamedTuple, TextIO, TypedDict, cast
 
 import genlib
 import pool
@@ -101,9 +102,24 @@ def server_writes(entry: genlib.PoolEntry) -> int:
     return len(genlib.split_sse_events(genlib.response_bytes(entry))) if entry["sse"] else 1
 
 
+class Fetched(NamedTuple):
+    """What one exchange gave the client: its connection's client port, the response status,
+    HTTP version and body bytes as framed (before content decoding), and the connection's
+    (TLS version, cipher suite, ALPN, QUIC version), None when not over TLS."""
+
+    client_port: int
+    status: int
+    http_version: str
+    raw: bytes
+    tls: tuple[str, str, str, str] | None
+
+
 class Run:
     """The client side of one capture attempt: ``conns`` workers, each a sequence of
-    keep-alive connections of ``per_conn`` exchanges, until ``stop`` is set."""
+    keep-alive connections of ``per_conn`` exchanges, until ``stop`` is set. This class is
+    httpx's (HTTP/1.1, or HTTP/2 with ``--h2``); :class:`H3Run` speaks HTTP/3."""
+
+    http_version = "HTTP/1.1"
 
     def __init__(
         self,
@@ -130,23 +146,46 @@ class Run:
         self.failures: list[str] = []
         self.ssl_context = ssl_context
         self.http2 = bool(args.h2)
-        # client port -> (TLS version, cipher suite, ALPN) of that connection
-        self.tls: dict[int, tuple[str, str, str]] = {}
+        if self.http2:
+            self.http_version = "HTTP/2"
+        # client port -> (TLS version, cipher suite, ALPN, QUIC version) of that connection
+        self.tls: dict[int, tuple[str, str, str, str]] = {}
 
-    async def worker(self, wid: int) -> None:
+    def connection(self) -> AbstractAsyncContextManager[Any]:
+        """A new keep-alive connection (its client), closed on leaving."""
         httpx = importlib.import_module("httpx")
-        limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
-        while not self.stop.is_set():
-            self.connections += 1
-            conn_no = self.connections
-            async with httpx.AsyncClient(
+        return cast(
+            AbstractAsyncContextManager[Any],
+            httpx.AsyncClient(
                 base_url=self.base_url,
-                limits=limits,
+                limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
                 timeout=60.0,
                 http1=True,
                 http2=self.http2,
                 verify=self.ssl_context or True,
-            ) as client:
+            ),
+        )
+
+    async def fetch(self, client: Any, idx: int) -> Fetched:
+        """Exchange the pool entry ``idx`` on ``client``."""
+        entry = self.entries[idx]
+        async with client.stream(
+            entry["method"], self.targets[idx], content=self.bodies[idx], headers=self.headers[idx]
+        ) as resp:
+            raw = b"".join([chunk async for chunk in resp.aiter_raw()])
+            stream = resp.extensions["network_stream"]
+            port = int(stream.get_extra_info("client_addr")[1])
+            tls = None
+            if self.ssl_context is not None and port not in self.tls:
+                obj = stream.get_extra_info("ssl_object")
+                tls = (obj.version(), obj.cipher()[0], obj.selected_alpn_protocol() or "", "")
+            return Fetched(port, resp.status_code, resp.http_version, raw, tls)
+
+    async def worker(self, wid: int) -> None:
+        while not self.stop.is_set():
+            self.connections += 1
+            conn_no = self.connections
+            async with self.connection() as client:
                 for _ in range(self.args.per_conn):
                     if self.stop.is_set() or len(self.records) >= self.args.max_exchanges:
                         self.stop.set()
@@ -156,23 +195,13 @@ class Run:
     async def exchange(self, client: Any, conn_no: int, idx: int) -> None:
         entry = self.entries[idx]
         t_start = time.time()
-        async with client.stream(
-            entry["method"], self.targets[idx], content=self.bodies[idx], headers=self.headers[idx]
-        ) as resp:
-            raw = b"".join([chunk async for chunk in resp.aiter_raw()])
-            stream = resp.extensions["network_stream"]
-            addr = stream.get_extra_info("client_addr")
-            status = resp.status_code
-            version = resp.http_version
-            if self.ssl_context is not None and int(addr[1]) not in self.tls:
-                tls = stream.get_extra_info("ssl_object")
-                self.tls[int(addr[1])] = (
-                    tls.version(),
-                    tls.cipher()[0],
-                    tls.selected_alpn_protocol() or "",
-                )
-        wanted_version = "HTTP/2" if self.http2 else "HTTP/1.1"
-        ok = status == entry["status"] and raw == self.expected[idx] and version == wanted_version
+        got = await self.fetch(client, idx)
+        if got.tls is not None:
+            self.tls.setdefault(got.client_port, got.tls)
+        status, version, raw = got.status, got.http_version, got.raw
+        ok = (
+            status == entry["status"] and raw == self.expected[idx] and version == self.http_version
+        )
         if not ok and len(self.failures) < 20:
             self.failures.append(
                 f"entry {idx} ({entry['source']}): {version} status {status}, "
@@ -183,7 +212,7 @@ class Run:
             ExchangeRecord(
                 seq=len(self.records),
                 conn=conn_no,
-                client_port=int(addr[1]),
+                client_port=got.client_port,
                 http_version=version,
                 entry=idx,
                 path=self.targets[idx],
@@ -224,6 +253,55 @@ class Run:
         await asyncio.gather(*(self.worker(w) for w in range(self.conns)))
         self.stop.set()
         await watcher
+
+
+class H3Run(Run):
+    """:class:`Run` over HTTP/3: each connection is aioquic's (``bench/h3client.py``), which
+    verifies the certificate in ``cafile`` and appends its TLS secrets to ``keylog``; the
+    request heads are the ones httpx sends over HTTP/2, made by its ``build_request``."""
+
+    http_version = "HTTP/3"
+
+    def __init__(
+        self,
+        entries: list[genlib.PoolEntry],
+        port: int,
+        args: argparse.Namespace,
+        conns: int,
+        cafile: Path,
+        keylog: TextIO,
+    ) -> None:
+        super().__init__(entries, f"https://127.0.0.1:{port}", args, conns)
+        self.h3client = importlib.import_module("h3client")  # aioquic: the h3 venv only
+        self.port, self.cafile, self.keylog = port, cafile, keylog
+        httpx = importlib.import_module("httpx")
+        with httpx.Client(base_url=self.base_url) as builder:
+            self.fields = [
+                self.h3client.request_fields(
+                    e["method"],
+                    f"127.0.0.1:{port}",
+                    self.targets[i],
+                    builder.build_request(
+                        e["method"],
+                        self.targets[i],
+                        content=self.bodies[i],
+                        headers=self.headers[i],
+                    ).headers.raw,
+                )
+                for i, e in enumerate(entries)
+            ]
+
+    def connection(self) -> AbstractAsyncContextManager[Any]:
+        return cast(
+            AbstractAsyncContextManager[Any],
+            self.h3client.open_connection(self.port, self.cafile, self.keylog),
+        )
+
+    async def fetch(self, client: Any, idx: int) -> Fetched:
+        status, raw = await client.request(self.fields[idx], self.bodies[idx])
+        port = client.client_port()
+        tls = client.tls_facts() if port not in self.tls else None
+        return Fetched(port, status, self.http_version, raw, tls)
 
 
 # --------------------------------------------------------------------------- orchestration
@@ -275,11 +353,12 @@ def attempt(
     certs: dict[str, Path] | None,
 ) -> tuple[Run, dict[str, int], float]:
     server_log = genlib.OUT_DIR / f"{args.name}.server.log"
+    keylog = genlib.OUT_DIR / f"{args.name}.keys.log"
     ssl_context = None
     if certs is not None:
-        keylog = genlib.OUT_DIR / f"{args.name}.keys.log"
         keylog.unlink(missing_ok=True)
-        ssl_context = client_ssl_context(certs["rsa"], keylog)
+        if not args.h3:
+            ssl_context = client_ssl_context(certs["rsa"], keylog)
     server = genlib.start_replay_server(
         pool_path,
         args.port,
@@ -287,15 +366,27 @@ def attempt(
         server_log,
         certfile=certs["rsa"] if certs else None,
         keyfile=certs["rsa_key"] if certs else None,
+        quic=args.h3,
+        python=Path(sys.executable) if args.h3 else genlib.GEN_PYTHON,
     )
-    dump = genlib.Tcpdump(tcpdump, pcap, args.port, buffer_kib=args.buffer_kib)
+    proto = "udp" if args.h3 else "tcp"
+    dump = genlib.Tcpdump(tcpdump, pcap, args.port, buffer_kib=args.buffer_kib, proto=proto)
     try:
         dump.start()
         t0 = time.monotonic()
-        scheme = "https" if certs else "http"
-        run = Run(entries, f"{scheme}://127.0.0.1:{args.port}", args, conns, ssl_context)
-        asyncio.run(run.main(pcap, int(args.mb * 1e6)))
+        target = int(args.mb * 1e6)
+        if args.h3:
+            assert certs is not None
+            with keylog.open("w", buffering=1) as secrets:
+                run: Run = H3Run(entries, args.port, args, conns, certs["rsa"], secrets)
+                asyncio.run(run.main(pcap, target))
+        else:
+            scheme = "https" if certs else "http"
+            run = Run(entries, f"{scheme}://127.0.0.1:{args.port}", args, conns, ssl_context)
+            asyncio.run(run.main(pcap, target))
         client_seconds = time.monotonic() - t0
+        if args.h3:  # a QUIC server that lost a client's CONNECTION_CLOSE keeps probing that
+            genlib.stop_process(server)  # port: stop it first, so that tcpdump stops in quiet
         counters = dump.stop()
     finally:
         rc = genlib.stop_process(server)
@@ -311,7 +402,7 @@ def main() -> int:
     ap.add_argument("--mb", type=float, default=220, help="stop at this capture size (MB, 1e6)")
     ap.add_argument(
         "--name",
-        help="output name (default bench_h1, bench_tls13_h1 or bench_tls13_h2, or with "
+        help="output name (default bench_h1, bench_tls13_h1, bench_tls13_h2 or bench_h3, or with "
         "--families bench_<families>, bench_tls13_h1_<families>...; with _<mb>mb when --mb is "
         "not 220)",
     )
@@ -324,7 +415,12 @@ def main() -> int:
     )
     ap.add_argument("--tls", action="store_true", help="TLS 1.3, HTTP/1.1")
     ap.add_argument("--h2", action="store_true", help="TLS 1.3, ALPN h2 (implies --tls)")
-    ap.add_argument("--port", type=int, help="default 18080, 18443 with --tls, 18444 with --h2")
+    ap.add_argument("--h3", action="store_true", help="HTTP/3 over QUIC v1 (implies --tls)")
+    ap.add_argument(
+        "--port",
+        type=int,
+        help="default 18080, 18443 with --tls, 18444 with --h2, 18445 (UDP) with --h3",
+    )
     ap.add_argument("--conns", type=int, default=6, help="concurrent keep-alive connections")
     ap.add_argument("--per-conn", type=int, default=200, help="exchanges before reconnecting")
     ap.add_argument("--sse-delay-ms", type=float, default=1.0, help="pause between SSE events")
@@ -336,22 +432,35 @@ def main() -> int:
     ap.add_argument("--max-exchanges", type=int, default=2_000_000)
     ap.add_argument("--attempts", type=int, default=3, help="tries when tcpdump drops packets")
     args = ap.parse_args()
-    args.tls = args.tls or args.h2
+    if args.h2 and args.h3:
+        ap.error("--h2 and --h3 are two captures: make them one at a time")
+    args.tls = args.tls or args.h2 or args.h3
     try:
         args.families = pool.parse_families(args.families)
     except ValueError as exc:
         ap.error(str(exc))
-    variant = "bench_tls13_h2" if args.h2 else "bench_tls13_h1" if args.tls else "bench_h1"
+    variant = (
+        "bench_h3"
+        if args.h3
+        else "bench_tls13_h2"
+        if args.h2
+        else "bench_tls13_h1"
+        if args.tls
+        else "bench_h1"
+    )
     if tag := pool.families_tag(args.families):
         variant = f"{variant if args.tls else 'bench'}_{tag}"
     if args.name is None:
         args.name = variant if args.mb == 220 else f"{variant}_{args.mb:g}mb"
     if args.port is None:
-        args.port = 18444 if args.h2 else 18443 if args.tls else 18080
+        args.port = 18445 if args.h3 else 18444 if args.h2 else 18443 if args.tls else 18080
 
     if args.tls:
         genlib.ensure_debian_commands("openssl")
-    genlib.reexec_in_gen_venv(Path(__file__))
+    if args.h3:
+        genlib.reexec_in_venv(Path(__file__), genlib.GEN_H3_VENV, genlib.ensure_gen_h3_venv)
+    else:
+        genlib.reexec_in_gen_venv(Path(__file__))
     with tempfile.TemporaryDirectory(prefix="agentshark-bench-certs-") as tmp:
         certs = genlib.make_test_certs(Path(tmp)) if args.tls else None
         return make(args, certs)
@@ -443,18 +552,29 @@ def make(args: argparse.Namespace, certs: dict[str, Path] | None) -> int:
             "keylog_labels": genlib.keylog_labels(keylog),
             "certificate": "self-signed RSA 2048 for IP 127.0.0.1, made at run time",
             "connections_by": {
-                "version": dict(collections.Counter(v for v, _, _ in run.tls.values())),
-                "cipher": dict(collections.Counter(c for _, c, _ in run.tls.values())),
-                "alpn": dict(collections.Counter(a for _, _, a in run.tls.values())),
+                what: dict(collections.Counter(facts[i] for facts in run.tls.values()))
+                for i, what in enumerate(("version", "cipher", "alpn", "quic_version"))
+                if i < 3 or args.h3
             },
         }
         truth["software"]["python_ssl"] = ssl.OPENSSL_VERSION
         truth["software"].update(genlib.package_versions("h2"))
-        truth["definitions"]["response_body_bytes"] = (
-            "body bytes after HTTP/2 DATA framing is removed, before gzip is undone"
-            if args.h2
-            else truth["definitions"]["response_body_bytes"]
+        if args.h2 or args.h3:
+            truth["definitions"]["response_body_bytes"] = (
+                f"body bytes after HTTP/{3 if args.h3 else 2} DATA framing is removed, before "
+                "gzip is undone"
+            )
+    if args.h3:
+        truth["software"].update(genlib.package_versions("aioquic", "pylsqpack"))
+        truth["software"]["server"] = (
+            "hypercorn's HTTP/3 (aioquic, quic_bind), plain ASGI replay app "
+            "(bench/replay_server.py)"
         )
+        truth["software"]["client"] = (
+            "aioquic H3Connection (bench/h3client.py), httpx's request heads, one request at a "
+            "time per connection"
+        )
+        truth["definitions"]["connections"] = "distinct client UDP ports (QUIC connections)"
     genlib.write_json(genlib.OUT_DIR / f"{args.name}.truth.json", truth)
     with (genlib.OUT_DIR / f"{args.name}.exchanges.jsonl").open("w") as f:
         f.writelines(json.dumps(r) + "\n" for r in run.records)

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shlex
 import statistics
 import subprocess
@@ -60,14 +59,41 @@ def build_command(spec: str) -> tuple[str, list[str], dict[str, str]]:
     return label, words, env
 
 
-def measure(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """(wall s, CPU s of the child)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+Build = tuple[str, list[str], dict[str, str]]
+
+
+def add_build_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--build",
+        action="append",
+        default=[],
+        help=f"LABEL=COMMAND, repeatable (default: tree={AGENTSHARK})",
+    )
+
+
+def warmed_builds(specs: list[str], modes: list[str]) -> list[Build]:
+    """The ``--build`` specs (default: this tree's agentshark) as (label, argv, environment),
+    each run first, untimed, on the warm-up captures in every mode: imports compiled and
+    cached once."""
+    builds = [build_command(b) for b in specs or [f"tree={AGENTSHARK}"]]
+    for _, argv, env in builds:
+        for warm in WARM_UP:
+            for mode in modes:
+                cmd = [*argv, *MODES[mode], str(warm), "--no-progress", "-o", "/dev/null"]
+                subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=env)
+    return builds
+
+
+def measure(argv: list[str], env: dict[str, str]) -> tuple[float, float, float]:
+    """(wall s, CPU s, peak RSS MB) of the child, from its own rusage (``os.wait4``)."""
     t0 = time.perf_counter()
-    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, env=env)
+    proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, env=env)
+    _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode:
+        raise subprocess.CalledProcessError(proc.returncode, argv)
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
 def main() -> int:
@@ -76,22 +102,12 @@ def main() -> int:
     parser.add_argument("--mb", type=int, default=60)
     parser.add_argument("--modes", default="exchanges,calls,analyze", help=", ".join(MODES))
     parser.add_argument("--pairs", default="ws,grpc", help="ws, grpc or both (ws,grpc)")
-    parser.add_argument(
-        "--build",
-        action="append",
-        default=[],
-        help=f"LABEL=COMMAND, repeatable (default: tree={AGENTSHARK})",
-    )
+    add_build_argument(parser)
     args = parser.parse_args()
-    builds = [build_command(b) for b in args.build or [f"tree={AGENTSHARK}"]]
     modes = [m.strip() for m in args.modes.split(",")]
     pairs = [p for p in PAIRS if p[1] in args.pairs.split(",")]
     captures = {k: BENCH / "out" / f"pair_{k}_{args.mb}mb.pcap" for p in pairs for k in p}
-    for _, argv, env in builds:  # untimed: imports compiled and cached once
-        for warm in WARM_UP:
-            for mode in modes:
-                cmd = [*argv, *MODES[mode], str(warm), "--no-progress", "-o", "/dev/null"]
-                subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=env)
+    builds = warmed_builds(args.build, modes)
     runs: dict[tuple[str, str, str], list[tuple[float, float]]] = {}
     with (BENCH / "out" / "pairs.jsonl").open("a") as raw:
         for rep in range(args.reps):
@@ -99,7 +115,7 @@ def main() -> int:
                 for label, argv, env in builds:
                     for name, path in captures.items():
                         cmd = [*argv, *MODES[mode], str(path), "--no-progress", "-o", "/dev/null"]
-                        wall, cpu = measure(cmd, env)
+                        wall, cpu, _ = measure(cmd, env)
                         runs.setdefault((label, mode, name), []).append((wall, cpu))
                         row = {"build": label, "rep": rep, "mode": mode, "capture": name}
                         raw.write(json.dumps({**row, "wall": wall, "cpu": cpu}) + "\n")

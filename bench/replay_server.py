@@ -4,12 +4,14 @@ Runs in the generator venv (``bench/.venv-gen``), started by ``genlib.start_repl
 
     bench/.venv-gen/bin/python bench/replay_server.py --pool POOL.json --port N [--sse-delay-ms 1]
         [--certfile CERT --keyfile KEY]     # TLS (ALPN h2, http/1.1): HTTP/1.1 or HTTP/2
+        [--quic]                            # and HTTP/3 on UDP port N (needs aioquic)
 
 ``POOL.json`` is a list of ``genlib.PoolEntry`` (or an object with them in ``entries``). A
 request is matched on (method, request target as sent: the raw path, percent-encoding kept, and
 the query, body) exactly, so the wire carries nothing but what the recorded client sent. JSON
 bodies go out in one write with a Content-Length; SSE bodies go out one event per write (an
-HTTP/1.1 chunk, or an HTTP/2 DATA frame; over TLS, its own record) with ``--sse-delay-ms``
+HTTP/1.1 chunk, or an HTTP/2 or HTTP/3 DATA frame; over TLS, its own record; over QUIC, its
+own packet) with ``--sse-delay-ms``
 between events, as a real token stream does, so that each event is its own TCP segment; an
 entry with ``chunk_ends`` (Gemini JSON-array streams, AWS event streams, ``bench/streams.py``)
 goes out one piece per write the same way. An unmatched request gets a 599 JSON
@@ -109,6 +111,7 @@ async def serve(
     sse_delay: float,
     certfile: Path | None = None,
     keyfile: Path | None = None,
+    quic: bool = False,
 ) -> None:
     config_mod = importlib.import_module("hypercorn.config")
     hyper_asyncio = importlib.import_module("hypercorn.asyncio")
@@ -121,6 +124,8 @@ async def serve(
     if certfile and keyfile:  # hypercorn's own context: ALPN h2 and http/1.1, TLS >= 1.2
         config.certfile = str(certfile)
         config.keyfile = str(keyfile)
+    if quic:  # hypercorn's HTTP/3 (aioquic) on the UDP port of the same number
+        config.quic_bind = [f"127.0.0.1:{port}"]
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -136,8 +141,13 @@ def main() -> None:
     ap.add_argument("--sse-delay-ms", type=float, default=1.0)
     ap.add_argument("--certfile", type=Path, help="serve TLS with this certificate")
     ap.add_argument("--keyfile", type=Path)
+    ap.add_argument("--quic", action="store_true", help="HTTP/3 too, on UDP (with --certfile)")
     args = ap.parse_args()
-    asyncio.run(serve(args.pool, args.port, args.sse_delay_ms / 1000, args.certfile, args.keyfile))
+    asyncio.run(
+        serve(
+            args.pool, args.port, args.sse_delay_ms / 1000, args.certfile, args.keyfile, args.quic
+        )
+    )
 
 
 if __name__ == "__main__":

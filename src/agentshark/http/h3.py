@@ -198,15 +198,19 @@ class H3Connection:
             h.fin = h.fin or fin
             self._end(h, d, sid, ts, out)
             return
-        h.buf += data
         h.fin = h.fin or fin
         if sid & 2:
+            h.buf += data
             self._uni(h, d, sid, ts, out)
         elif sid & 1:
             if data:
                 self._skip_count("server-initiated bidirectional stream bytes", len(data))
-            h.buf.clear()
+        elif data and not h.buf and not h.blocked and h.data_left >= len(data):
+            h.data_left -= len(data)  # inside a DATA frame: its bytes as they are, not copied
+            out.append(BodyData(stream=sid, response=d == 1, data=data, ts=ts))
+            self._end(h, d, sid, ts, out)
         else:
+            h.buf += data
             self._request(h, d, sid, ts, out)
             self._end(h, d, sid, ts, out)
 

@@ -110,6 +110,7 @@ class QuicConnection:
         self._before: set[tuple[int, int]] = set()  # streams begun before the capture
         self._before_bytes = 0
         self._untaken = 0  # a midway connection's datagrams before the one that opened
+        self._facts_checked = False  # the facts of server messages not read are unknown
 
     @classmethod
     def opened_midway(
@@ -342,13 +343,13 @@ class QuicConnection:
             )
             return
         version = version or self.version
-        tries = self._tries(space, d, version, early, pkt, pn_offset, long)
+        sample = pkt[pn_offset + 4 : pn_offset + 20]
+        tries, app_mask = self._tries(space, d, version, early, pkt[0], sample)
         if not tries:
             self.unopened[(space, d)] = self.unopened.get((space, d), 0) + 1
             return
-        sample = pkt[pn_offset + 4 : pn_offset + 20]
         for keys, phase in tries:
-            mask = keys.mask(sample)
+            mask = app_mask or keys.mask(sample)
             first = pkt[0] ^ (mask[0] & (0x0F if long else 0x1F))
             if phase >= 0 and (first >> 2) & 1 != phase:
                 continue
@@ -413,36 +414,39 @@ class QuicConnection:
         return sum(1 for holes in self._holes for t in holes.values() if t >= ts)
 
     def _tries(
-        self, space: int, d: int, version: int, early: bool, pkt: bytes, pn_offset: int, long: bool
-    ) -> list[tuple[PacketKeys, int]]:
-        """The keys to try, each with the key phase it is for (-1: any)."""
+        self, space: int, d: int, version: int, early: bool, first: int, sample: bytes
+    ) -> tuple[list[tuple[PacketKeys, int]], bytes]:
+        """The keys to try, each with the key phase it is for (-1: any), and the header
+        protection mask when it is known already (1-RTT: the same for every key tried; else
+        empty, each key makes its own)."""
         keys = self.keys
         if space == INITIAL:
             if self.midway:  # its keys come from the first Initial's DCID, not captured
-                return []
-            return [(keys.initial(d, version), -1)]
+                return [], b""
+            return [(keys.initial(d, version), -1)], b""
         if space == HANDSHAKE:
             known = keys.handshake(d)
             if known is not None:
-                return [(known, -1)]
-            return [(k, -1) for k in keys.candidates(SECRET_LABELS[(HANDSHAKE, d)], version)]
+                return [(known, -1)], b""
+            label = SECRET_LABELS[(HANDSHAKE, d)]
+            return [(k, -1) for k in keys.candidates(label, version)], b""
         if early:
             found = keys.early()
             if found is not None:
-                return [(found, -1)]
-            return [(k, -1) for k in keys.candidates(EARLY_LABEL, version)]
+                return [(found, -1)], b""
+            return [(k, -1) for k in keys.candidates(EARLY_LABEL, version)], b""
         if not keys.app(d, 0):
             choices = keys.candidates(SECRET_LABELS[(APP, d)], version)
             if not choices:
-                return []
+                return [], b""
             if len(choices) == 1:
                 keys.set_app(d, choices[0])
             else:
-                return [(k, -1) for k in choices]
+                return [(k, -1) for k in choices], b""
         # the phase bit is under header protection, the same key in every phase: unmask once
-        hp = keys.app(d, 0)[0]
-        phase = (pkt[0] ^ hp.mask(pkt[pn_offset + 4 : pn_offset + 20])[0]) >> 2 & 1
-        return [(k, phase) for k in keys.app(d, phase)]
+        mask = keys.app(d, 0)[0].mask(sample)
+        phase = (first ^ mask[0]) >> 2 & 1
+        return [(k, phase) for k in keys.app(d, phase)], mask
 
     def _accepted(self, space: int, d: int, keys: PacketKeys, phase: int, early: bool) -> None:
         ring = self.keys
@@ -455,7 +459,8 @@ class QuicConnection:
                 ring.set_app(d, keys)
             elif phase >= 0:
                 ring.opened(d, phase, keys)
-        if space == APP and not early:
+        if space == APP and not early and not self._facts_checked:
+            self._facts_checked = True  # after the first 1-RTT packet, a no-op till the end
             self._unknown_facts()
         if space != INITIAL:
             self.info.decrypted = True

@@ -153,7 +153,11 @@ def _bytes(payload: bytes, pos: int, size: int, what: str) -> tuple[bytes, int]:
 def _frame(kind: int, payload: bytes, pos: int, out: list[Frame], skipped: dict[str, int]) -> int:
     """Read one frame of type ``kind`` whose body starts at ``pos``; returns its end."""
     if 0x08 <= kind <= 0x0F:  # STREAM (§19.8): OFF 0x04, LEN 0x02, FIN 0x01
-        sid, pos = read_varint(payload, pos)
+        if pos < len(payload) and payload[pos] < 0x40:  # a one-byte stream id: most of them
+            sid = payload[pos]
+            pos += 1
+        else:
+            sid, pos = read_varint(payload, pos)
         offset = 0
         if kind & 0x04:
             offset, pos = read_varint(payload, pos)
