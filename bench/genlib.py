@@ -799,6 +799,17 @@ class Tcpdump:
                 return
         raise ToolError("tcpdump did not say 'listening on' in time")
 
+    def abort(self) -> None:
+        """Stop tcpdump if it still runs (a run that failed before :meth:`stop`)."""
+        proc = self._proc
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(10)
+
     def stop(self, linger: float = 0.5) -> dict[str, int]:
         """Stop after ``linger`` seconds (the last FIN/ACKs), return tcpdump's counters."""
         assert self._proc is not None

@@ -271,6 +271,7 @@ def capture(tcpdump: str, folder: Path) -> None:
         genlib.JsonStub(MODEL_PORT, routes),
     ):
         tmp = Path(tmpdir)
+        dump: genlib.Tcpdump | None = None
         try:
             kb, ef = prepare(tmp, procs)
             truth["collection_id"] = procs["collection_id"]
@@ -294,6 +295,8 @@ def capture(tcpdump: str, folder: Path) -> None:
             with psycopg.connect(pg_dsn(), autocommit=True) as conn:
                 truth["rows"] = [list(r) for r in conn.execute("SELECT * FROM task_log")]
         finally:
+            if dump is not None:  # a run that failed leaves no tcpdump behind
+                dump.abort()
             if "chroma" in procs:
                 genlib.stop_process(procs["chroma"])
             if "rabbitmq" in procs:

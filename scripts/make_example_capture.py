@@ -194,6 +194,7 @@ def main() -> int:
             records = run_client(f"http://127.0.0.1:{args.port}", entries)
             counters = dump.stop()
         finally:
+            dump.abort()  # a run that failed leaves no tcpdump behind
             server_rc = genlib.stop_process(server)
 
     dropped = counters["packets dropped by kernel"]

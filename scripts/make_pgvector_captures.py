@@ -302,6 +302,7 @@ def capture(tcpdump: str, folder: Path) -> None:
             agent(truth)
             counters = dump.stop()
         finally:
+            dump.abort()  # a run that failed leaves no tcpdump behind
             genlib.stop_process(server)
     truth["statements"] = record
     software = {

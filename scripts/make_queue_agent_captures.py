@@ -259,6 +259,7 @@ def capture(broker_name: str, tcpdump: str, folder: Path, *, context: bool) -> N
     pg.PORT = PG_PORT
     with tempfile.TemporaryDirectory(prefix="agentshark-queue-") as tmp, stub:
         database = pg.start_cluster(Path(tmp))
+        dump: genlib.Tcpdump | None = None
         try:
             broker.start(Path(tmp))
             broker.prepare()
@@ -281,6 +282,8 @@ def capture(broker_name: str, tcpdump: str, folder: Path, *, context: bool) -> N
             with psycopg.connect(PG_DSN, autocommit=True) as conn:
                 truth["rows"] = [list(r) for r in conn.execute("SELECT * FROM task_results")]
         finally:
+            if dump is not None:  # a run that failed leaves no tcpdump behind
+                dump.abort()
             broker.stop()
             genlib.stop_process(database)
     software = {

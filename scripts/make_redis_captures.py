@@ -167,13 +167,14 @@ def capture(tcpdump: str, server_bin: str, folder: Path, *, tls: bool) -> None:
             keylog.unlink(missing_ok=True)
             os.environ["SSLKEYLOGFILE"] = str(keylog)  # read by ssl.create_default_context
         server = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        dump = genlib.Tcpdump(tcpdump, pcap, port, buffer_kib=65536)
         try:
             genlib.wait_listening(port, server)
-            dump = genlib.Tcpdump(tcpdump, pcap, port, buffer_kib=65536)
             dump.start()
             log = session(port, client)
             counters = dump.stop()
         finally:
+            dump.abort()  # a run that failed leaves no tcpdump behind
             os.environ.pop("SSLKEYLOGFILE", None)
             server.terminate()
             server.wait(10)
