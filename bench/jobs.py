@@ -8,7 +8,8 @@
 
 Every (build, mode, jobs, capture) command runs once per rep, in turn, so that a loaded
 machine weighs on all of them alike: ``agentshark MODE CAPTURE --format json --jobs N
---no-progress > /dev/null`` (a build named by ``--one-process`` gets no ``--jobs``: a tree
+--no-progress > /dev/null`` (with ``--keylog``, or the capture's ``NAME.keys.log`` when there
+is one) (a build named by ``--one-process`` gets no ``--jobs``: a tree
 from before it existed). Printed per row: the median wall time (process start included),
 MB/s, and the CPU seconds of the process tree (user + system, workers included); then the
 speed-up of each N over ``--jobs 1`` (wall), and with ``--double`` the ``analyze`` time of the
@@ -62,6 +63,9 @@ def main() -> int:
     ap.add_argument("--jobs", default="1,2", help="comma-separated numbers of processes")
     ap.add_argument("--modes", default="exchanges,calls,analyze")
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument(
+        "--keylog", type=Path, help="a key log for a TLS capture (else its name.keys.log)"
+    )
     ap.add_argument("--build", action="append", help="LABEL=COMMAND (repeatable)")
     ap.add_argument("--one-process", action="append", default=[], help="builds without --jobs")
     ap.add_argument("--results", type=Path, default=BENCH / "out" / "jobs.jsonl")
@@ -81,6 +85,9 @@ def main() -> int:
                     for n in [1] if label in args.one_process else jobs:
                         flags = [] if label in args.one_process else ["--jobs", str(n)]
                         cmd = [*argv, mode, str(capture), "--format", "json", "--no-progress"]
+                        keylog = args.keylog or capture.with_suffix(".keys.log")
+                        if keylog.exists():  # a TLS capture is read decrypted
+                            cmd += ["--keylog", str(keylog)]
                         wall, cpu = run_once([*cmd, *flags], env)
                         rows.setdefault((label, mode, n, capture.name), []).append((wall, cpu))
                         print(
