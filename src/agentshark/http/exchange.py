@@ -207,7 +207,8 @@ class ExchangeAssembler:
     def _tunnel(self, stream: int, o: _Open, on_tunnel: Callable[[Exchange], TunnelSink]) -> None:
         """The handshake given to ``on_tunnel`` holds the two heads, complete when both
         were read whole (their messages go on as the stream does)."""
-        assert o.request is not None and o.response is not None  # a CONNECT answered 2xx
+        if o.request is None or o.response is None:  # a head lost: nothing to switch by
+            return
         whole = not o.gapped and all(d.code != "http.parse_error" for d in o.diagnostics)
         o.reserved = self._next_id()
         o.sink = on_tunnel(
