@@ -671,6 +671,20 @@ def wait_listening(
     raise ToolError(f"replay server did not listen on 127.0.0.1:{port} within {timeout:.0f} s")
 
 
+def wait_pg_ready(pg_isready: Path, port: int, server: subprocess.Popen[bytes]) -> None:
+    """Wait up to 10 s for a PostgreSQL server on 127.0.0.1:``port`` to accept connections
+    (``pg_isready``); else stop it and raise."""
+    for _ in range(100):
+        ready = subprocess.run(
+            [str(pg_isready), "-h", "127.0.0.1", "-p", str(port)], capture_output=True
+        )
+        if ready.returncode == 0:
+            return
+        time.sleep(0.1)
+    stop_process(server)
+    raise ToolError("postgres did not start")
+
+
 def start_replay_server(
     pool_path: Path,
     port: int,

@@ -119,16 +119,8 @@ def start_cluster(folder: Path, *, tls: bool = False) -> subprocess.Popen[bytes]
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    for _ in range(100):
-        ready = subprocess.run(
-            [str(pg_bin() / "pg_isready"), "-h", "127.0.0.1", "-p", str(PORT)],
-            capture_output=True,
-        )
-        if ready.returncode == 0:
-            return server
-        time.sleep(0.1)
-    server.terminate()
-    raise genlib.ToolError("postgres did not start")
+    genlib.wait_pg_ready(pg_bin() / "pg_isready", PORT, server)
+    return server
 
 
 def ssl_options(folder: Path, tls: bool) -> list[str]:

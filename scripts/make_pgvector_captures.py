@@ -40,7 +40,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -101,16 +100,8 @@ def start_cluster(folder: Path) -> subprocess.Popen[bytes]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    for _ in range(100):
-        ready = subprocess.run(
-            [str(pg_bin() / "pg_isready"), "-h", "127.0.0.1", "-p", str(PORT)],
-            capture_output=True,
-        )
-        if ready.returncode == 0:
-            return server
-        time.sleep(0.1)
-    genlib.stop_process(server)
-    raise genlib.ToolError("postgres did not start")
+    genlib.wait_pg_ready(pg_bin() / "pg_isready", PORT, server)
+    return server
 
 
 def placeholders(query: str) -> str:

@@ -36,8 +36,9 @@ Inputs already done (same bytes, same options) are skipped.
 """
 
 
-def add_batch_parser(sub: Any, command: Any, size_arg: Any) -> None:
-    """Register ``batch`` (``command`` makes a subparser; ``size_arg`` reads sizes)."""
+def add_batch_parser(sub: Any, command: Any, size_arg: Any, count_arg: Any) -> None:
+    """Register ``batch`` (``command`` makes a subparser; ``size_arg`` reads sizes,
+    ``count_arg(what)`` makes the type of a count)."""
     cmd = command(
         sub,
         "batch",
@@ -68,7 +69,7 @@ def add_batch_parser(sub: Any, command: Any, size_arg: Any) -> None:
     )
     where.add_argument(
         "--local",
-        type=_positive,
+        type=count_arg("workers"),
         metavar="N",
         help="start a LocalCluster of N worker processes (default: the cores available)",
     )
@@ -110,16 +111,6 @@ def add_batch_parser(sub: Any, command: Any, size_arg: Any) -> None:
         help="no line per input on stderr (failures and the summary are still said)",
     )
     cmd.set_defaults(run=run_batch_command)
-
-
-def _positive(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of workers (1 or more)")
-    return n
 
 
 def _ports(text: str) -> tuple[int, int]:

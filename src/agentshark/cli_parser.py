@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import textwrap
+from collections.abc import Callable
 from typing import Any
 
 from agentshark import __version__, cli_view
@@ -44,14 +45,22 @@ def _size_arg(text: str) -> int:
     return size
 
 
-def _jobs_arg(text: str) -> int:
-    try:
-        jobs = int(text)
-    except ValueError:
-        jobs = 0
-    if jobs < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of processes (1 or more)")
-    return jobs
+def count_arg(what: str) -> Callable[[str], int]:
+    """An argparse type for a count of ``what`` (1 or more): a one-line error otherwise."""
+
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            n = 0
+        if n < 1:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number of {what} (1 or more)")
+        return n
+
+    return parse
+
+
+_jobs_arg = count_arg("processes")
 
 
 _INPUTS = (
@@ -265,7 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_proxy_parser(sub)
     add_capture_parser(sub, _command, _size_arg)
     add_tap_parser(sub, _command)
-    add_batch_parser(sub, _command, _size_arg)
+    add_batch_parser(sub, _command, _size_arg, count_arg)
     return parser
 
 

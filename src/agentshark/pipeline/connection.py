@@ -43,9 +43,9 @@ from agentshark.net.events import Connection, format_endpoint
 from agentshark.pipeline.reports import ConnectionReport
 from agentshark.pipeline.websocket import (
     NO_HANDSHAKE,
+    StreamTunnels,
     WebSocketSession,
     WsProgress,
-    stream_websocket,
 )
 from agentshark.pipeline.wire import WireSession
 from agentshark.tls.events import TlsGap, TlsPlaintext
@@ -95,7 +95,7 @@ class HttpSession:
         self._outbox = outbox  # where an open WebSocket session puts its progress
         self._h1: H1Connection | None = None
         self._h2: H2Connection | None = None
-        self._tunnels: dict[str, WebSocketSession] = {}  # open on HTTP/2 streams, by id
+        self._tunnels = StreamTunnels(outbox)  # WebSocket sessions on HTTP/2 streams
         if version == "h2":
             self._h2 = H2Connection(expect_preface=expect_preface)
             self._assembler = self._h2_assembler()
@@ -169,8 +169,7 @@ class HttpSession:
 
     def close(self) -> list[Exchange]:
         done = self._assembler.close()
-        if self._tunnels:
-            done = [self._tunnel_ended(ex) for ex in done]
+        done = self._tunnels.ended(done)
         if self._ws is not None:
             held = self._ws.close()
             done.extend([held] if held is not None else [])
@@ -185,25 +184,14 @@ class HttpSession:
     def _emit(self, events: list[HttpEvent]) -> list[Exchange]:
         done = self._assembler.handle(events)
         self.exchanges += len(done)
-        if self._tunnels and done:
-            done = [self._tunnel_ended(ex) for ex in done]
-        return done
+        return self._tunnels.ended(done)
 
     def _h2_assembler(self) -> ExchangeAssembler:
         """The HTTP/2 assembler, handing each stream switched to WebSocket (RFC 8441) to a
         session that reads its DATA as they come."""
         assembler = self._make_assembler("h2")
-        assembler.on_tunnel = self._tunnel
+        assembler.on_tunnel = self._tunnels.open
         return assembler
-
-    def _tunnel(self, handshake: Exchange) -> WebSocketSession:
-        session = WebSocketSession(handshake, outbox=self._outbox)
-        self._tunnels[handshake.id] = session
-        return session
-
-    def _tunnel_ended(self, ex: Exchange) -> Exchange:
-        session = self._tunnels.pop(ex.id, None)
-        return ex if session is None else stream_websocket(ex, session)
 
     def _upgrade_to_h2(self, done: list[Exchange], ts: float) -> list[Exchange]:
         """The 101 to ``Upgrade: h2c`` was seen: hand the connection to HTTP/2."""

@@ -24,7 +24,7 @@ from agentshark.model import Exchange
 from agentshark.net.events import format_endpoint
 from agentshark.net.segment import UdpDatagram
 from agentshark.pipeline.reports import ConnectionReport
-from agentshark.pipeline.websocket import WebSocketSession, WsProgress, stream_websocket
+from agentshark.pipeline.websocket import StreamTunnels, WsProgress
 from agentshark.quic.demux import QuicDemux, QuicFlow
 from agentshark.quic.events import QuicClosed
 from agentshark.quic.keys import APP, HANDSHAKE, INITIAL
@@ -45,17 +45,7 @@ class _Session:
         self.assembler: ExchangeAssembler | None = None
         self.exchanges = 0
         self.undecided = True
-        self.tunnels: dict[str, WebSocketSession] = {}  # open on HTTP/3 streams, by id
-
-    def ended(self, done: list[Exchange]) -> list[Exchange]:
-        """``done`` with each WebSocket (RFC 9220) given its session's messages."""
-        if not self.tunnels:
-            return done
-        out = []
-        for ex in done:
-            session = self.tunnels.pop(ex.id, None)
-            out.append(ex if session is None else stream_websocket(ex, session))
-        return out
+        self.tunnels = StreamTunnels(None)  # WebSocket sessions on HTTP/3 streams
 
 
 class QuicSessions:
@@ -101,7 +91,7 @@ class QuicSessions:
             if s.h3 is not None and s.assembler is not None:
                 http = s.h3.feed(ev)
                 if http:
-                    done = _datagrams(flow, s.ended(s.assembler.handle(http)))
+                    done = _datagrams(flow, s.tunnels.ended(s.assembler.handle(http)))
                     s.exchanges += len(done)
                     self.ready.extend(done)
         return True
@@ -125,14 +115,8 @@ class QuicSessions:
                 location=flow.quic.location,
                 tls=info,
             )
-            tunnels = s.tunnels
-
-            def tunnel(handshake: Exchange) -> WebSocketSession:
-                session = WebSocketSession(handshake, outbox=self._outbox)
-                tunnels[handshake.id] = session
-                return session
-
-            s.assembler.on_tunnel = tunnel
+            s.tunnels = StreamTunnels(self._outbox)
+            s.assembler.on_tunnel = s.tunnels.open
 
     def close(self) -> list[Exchange | WsProgress | ConnectionReport]:
         """The capture ended: what ``ready`` still holds, then every connection's last
@@ -149,7 +133,8 @@ class QuicSessions:
             if s.h3 is not None and s.assembler is not None:
                 http = [e for ev in events for e in s.h3.feed(ev)]
                 http.extend(s.h3.close(ts))
-                done = _datagrams(flow, s.ended([*s.assembler.handle(http), *s.assembler.close()]))
+                done = s.tunnels.ended([*s.assembler.handle(http), *s.assembler.close()])
+                done = _datagrams(flow, done)
                 s.exchanges += len(done)
                 out.extend(self.ready)  # the progress of its sessions, read just now
                 self.ready.clear()

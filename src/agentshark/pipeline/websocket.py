@@ -35,6 +35,7 @@ __all__ = [
     "MAX_KEPT",
     "MAX_MESSAGE",
     "NO_HANDSHAKE",
+    "StreamTunnels",
     "WebSocketSession",
     "WsProgress",
     "stream_websocket",
@@ -308,3 +309,30 @@ def stream_websocket(exchange: Exchange, session: WebSocketSession) -> Exchange:
         for r in done.messages
     ]
     return replace(done, messages=records, session_complete=False)
+
+
+class StreamTunnels:
+    """The WebSocket sessions open on one HTTP/2 or HTTP/3 connection's streams, by exchange
+    id: :meth:`open` is an assembler's ``on_tunnel``; :meth:`ended` gives each finished
+    exchange of a tunnel its session's messages (:func:`stream_websocket`)."""
+
+    __slots__ = ("_outbox", "_sessions")
+
+    def __init__(self, outbox: Callable[[WsProgress], None] | None) -> None:
+        self._outbox = outbox
+        self._sessions: dict[str, WebSocketSession] = {}
+
+    def open(self, handshake: Exchange) -> WebSocketSession:
+        session = WebSocketSession(handshake, outbox=self._outbox)
+        self._sessions[handshake.id] = session
+        return session
+
+    def ended(self, done: list[Exchange]) -> list[Exchange]:
+        if not self._sessions or not done:
+            return done
+        pop = self._sessions.pop
+        out = []
+        for ex in done:
+            session = pop(ex.id, None)
+            out.append(ex if session is None else stream_websocket(ex, session))
+        return out

@@ -672,6 +672,11 @@ class QuicConnection:
             location=self.location,
             message=f"the capture starts after this connection's first Initial: {opened}; "
             f"unknown: {unknown}; its Initial packets cannot be opened"
+            + (
+                "; read as HTTP/3 (the ALPN is not in the capture)"
+                if "alpn" in self.info.unknown
+                else ""
+            )
             + ("; QPACK state sent before the capture is missing" if self.app_midway else "")
             + before,
         )
