@@ -95,7 +95,7 @@ class HttpSession:
         self._outbox = outbox  # where an open WebSocket session puts its progress
         self._h1: H1Connection | None = None
         self._h2: H2Connection | None = None
-        self._tunnels = StreamTunnels(outbox)  # WebSocket sessions on HTTP/2 streams
+        self._tunnels: StreamTunnels | None = None  # WebSocket sessions on HTTP/2 streams
         if version == "h2":
             self._h2 = H2Connection(expect_preface=expect_preface)
             self._assembler = self._h2_assembler()
@@ -169,7 +169,8 @@ class HttpSession:
 
     def close(self) -> list[Exchange]:
         done = self._assembler.close()
-        done = self._tunnels.ended(done)
+        if self._tunnels is not None:
+            done = self._tunnels.ended(done)
         if self._ws is not None:
             held = self._ws.close()
             done.extend([held] if held is not None else [])
@@ -184,12 +185,13 @@ class HttpSession:
     def _emit(self, events: list[HttpEvent]) -> list[Exchange]:
         done = self._assembler.handle(events)
         self.exchanges += len(done)
-        return self._tunnels.ended(done)
+        return done if self._tunnels is None else self._tunnels.ended(done)
 
     def _h2_assembler(self) -> ExchangeAssembler:
         """The HTTP/2 assembler, handing each stream switched to WebSocket (RFC 8441) to a
         session that reads its DATA as they come."""
         assembler = self._make_assembler("h2")
+        self._tunnels = StreamTunnels(self._outbox)  # made for HTTP/2 only: HTTP/1 needs none
         assembler.on_tunnel = self._tunnels.open
         return assembler
 
