@@ -303,6 +303,8 @@ def _report(args: argparse.Namespace, census: Census, *, calls: bool) -> int:
     failed = 0
     out_file = Path(args.output).open("wb") if args.output else None  # noqa: SIM115
     analysis = analysis_for(args) if args.command == "analyze" else None
+    if analysis is not None and args.format == "json":
+        analysis.keep = args.keep_calls
     try:
         items = _selected(census.watch(run(args.files, options)), wanted)
         if analysis is not None:
@@ -319,8 +321,8 @@ def _report(args: argparse.Namespace, census: Census, *, calls: bool) -> int:
             if analysis is not None:
                 analysis.finish()
                 sections += [
-                    ("traces", (t.to_json() for t in analysis.traces)),
-                    ("incidents", (i.to_json() for i in analysis.incidents)),
+                    ("traces", analysis.trace_docs()),
+                    ("incidents", analysis.incident_docs()),
                 ]
                 if analysis.lives:  # README, Report: queue_messages
                     sections.append(("queue_messages", (q.to_json() for q in analysis.lives)))
@@ -365,6 +367,8 @@ def _report(args: argparse.Namespace, census: Census, *, calls: bool) -> int:
             progress.finish()
         if out_file is not None:
             out_file.close()
+        if analysis is not None:
+            analysis.close()
     return 1 if failed else 0
 
 

@@ -24,6 +24,7 @@ from agentshark.cli_proxy import add_proxy_parser
 from agentshark.cli_tap import add_tap_parser
 from agentshark.output.screen import COLOR_CHOICES
 from agentshark.pipeline import Options
+from agentshark.trace.collect import KEEP_CALLS
 
 __all__ = ["INPUTS", "build_parser", "command", "size_arg"]
 
@@ -45,16 +46,19 @@ def _size_arg(text: str) -> int:
     return size
 
 
-def count_arg(what: str) -> Callable[[str], int]:
-    """An argparse type for a count of ``what`` (1 or more): a one-line error otherwise."""
+def count_arg(what: str, least: int = 1) -> Callable[[str], int]:
+    """An argparse type for a count of ``what`` (``least`` or more): a one-line error
+    otherwise."""
 
     def parse(text: str) -> int:
         try:
             n = int(text)
         except ValueError:
-            n = 0
-        if n < 1:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number of {what} (1 or more)")
+            n = least - 1
+        if n < least:
+            raise argparse.ArgumentTypeError(
+                f"{text!r} is not a number of {what} ({least} or more)"
+            )
         return n
 
     return parse
@@ -251,6 +255,15 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="an OpenAPI 3 or Swagger 2 document (JSON or YAML) naming the REST tools' "
         "operations by operationId (documents served in the capture are read too); repeatable",
+    )
+    analyze.add_argument(
+        "--keep-calls",
+        type=count_arg("calls", least=0),
+        default=KEEP_CALLS,
+        metavar="N",
+        help="with --format json, calls kept in memory for the traces before the rest go to a "
+        f"temporary database (in TMPDIR; same report, memory flat in the number of calls; "
+        f"default {KEEP_CALLS:,}; 0: every call goes there)",
     )
     add_follow_options(analyze)
     analyze.set_defaults(events=False, api=[])

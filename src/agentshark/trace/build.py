@@ -41,7 +41,7 @@ None).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from urllib.parse import unquote_plus, urlsplit
 
 import orjson
@@ -60,7 +60,7 @@ from agentshark.apis.model import (
 from agentshark.trace.context import TraceParent, parse_traceparent
 from agentshark.trace.history import HistoryLink, is_model_call
 from agentshark.trace.model import Trace
-from agentshark.trace.retrieval import execution_of, is_work, tool_work
+from agentshark.trace.retrieval import execution_of, is_work, may_be_work, tool_work
 from agentshark.trace.spans import (
     HttpRequest,
     ToolUse,
@@ -155,19 +155,22 @@ def _join_traceparent(groups: _Groups, parents: Mapping[str, TraceParent]) -> No
             first[tp.trace_id] = cid
 
 
+def grouping_ids(call: Call) -> Iterator[tuple[str, str, str]]:
+    """``(origin, name, value)`` of each id of ``call`` that joins the calls sharing it."""
+    for name, value in call.ids.items():
+        if name == "mcp_session_id":
+            yield "mcp_session", name, value
+        elif name == "a2a_context_id":
+            yield "a2a_context", name, value
+        elif name_kind(name) in GROUPING_KINDS:
+            yield "app_id", name, value
+
+
 def _join_ids(groups: _Groups, calls: Iterable[Call]) -> None:
     first: dict[tuple[str, str, str], str] = {}
     for call in calls:
-        for name, value in call.ids.items():
-            if name == "mcp_session_id":
-                origin = "mcp_session"
-            elif name == "a2a_context_id":
-                origin = "a2a_context"
-            elif name_kind(name) in GROUPING_KINDS:
-                origin = "app_id"
-            else:
-                continue
-            key = (origin, name, value)
+        for key in grouping_ids(call):
+            origin, name, value = key
             if key not in first:
                 first[key] = call.id
                 continue
@@ -216,16 +219,13 @@ def _join_listed_tools(
     same order, is the agent's own session (it listed the tools to offer them)."""
     offered: dict[tuple[str, ...], Call] = {}  # each tool set once: its first model call
     for c in model_calls:
-        offered.setdefault(tuple(_defined_names(c)), c)
+        offered.setdefault(tuple(defined_names(c)), c)
     for call in mcp_calls:
-        if call.operation != "tools/list" or not call.tool_definitions:
-            continue
-        listed = [t.get("name") for t in call.tool_definitions if isinstance(t, dict)]
-        names_listed = [n for n in listed if isinstance(n, str)]
-        if not names_listed or len(names_listed) != len(listed):
+        names_listed = listed_names(call)
+        if names_listed is None:
             continue
         for names, model in offered.items():
-            if _in_order(names_listed, names):
+            if offered_in_order(names_listed, names):
                 groups.join(
                     model.id,
                     call.id,
@@ -239,7 +239,7 @@ def _join_listed_tools(
                 break
 
 
-def _defined_names(call: Call) -> list[str]:
+def defined_names(call: Call) -> list[str]:
     """The tool names a model call offers (Chat nests them in ``function``)."""
     out: list[str] = []
     for tool in call.tool_definitions:
@@ -252,7 +252,7 @@ def _defined_names(call: Call) -> list[str]:
     return out
 
 
-def _in_order(listed: Sequence[str], names: Sequence[str]) -> bool:
+def offered_in_order(listed: Sequence[str], names: Sequence[str]) -> bool:
     """Every listed name among ``names``, in the same order (a prefix may be added to all)."""
     it = iter(names)
     return all(any(n == name or n.endswith("_" + name) for n in it) for name in listed)
@@ -275,7 +275,7 @@ def _tool_spans(
             for part in message.parts:
                 if isinstance(part, ToolCallResponsePart) and part.id is not None:
                     results.setdefault(part.id, []).append((call, part.response))
-    executors = [c for c in calls if _is_execution(c)]
+    executors = [c for c in calls if is_execution(c)]
     workers = [c for c in calls if is_work(c)]
     unnamed = _results_by_position(model_calls, links)
     used: set[str] = set()
@@ -288,7 +288,7 @@ def _tool_spans(
             if part.id is None and (call.id, n) in unnamed:
                 result_in, result, detail = unnamed[call.id, n]
             tool = ToolUse(part, call, result_in, result, None, None, None)
-            start = call.timing.ended or call.timing.started
+            start = tool_window_start(call)
             end = result_in.timing.started if result_in is not None else None
             found = _execution(part, start, end, executors, http, used, model_hosts)
             work = tool_work(part, _window(start, end), workers, used)
@@ -333,7 +333,7 @@ def _tool_spans(
     return out
 
 
-def _is_execution(call: Call) -> bool:
+def is_execution(call: Call) -> bool:
     if call.api == "mcp":
         return call.operation == "tools/call"
     if call.api == graphql.API:
@@ -489,6 +489,34 @@ def _execution(
         if all(v in text for v in values):
             return req, f"{req.method} {req.url} holds every argument value", 0.6
     return None
+
+
+def tool_window_start(call: Call) -> float | None:
+    """When a model call's tool calls may start running: its answer's end, else its start."""
+    return call.timing.ended or call.timing.started
+
+
+def may_execute(part: ToolCallPart, done: Call | HttpRequest) -> bool:
+    """Whether ``done``, starting in the window of tool call ``part``, could be taken as its
+    execution or its work by :func:`_tool_spans`, whatever else was seen (a superset of
+    what it takes: the model's hosts and the earlier takers are not looked at)."""
+    if isinstance(done, HttpRequest):
+        values = _argument_values(part.arguments)
+        text = unquote_plus(done.url) + "\n" + done.body.decode("utf-8", "replace")
+        return bool(values) and all(v in text for v in values)
+    if is_execution(done) and _same_tool(part, done) is not None:
+        return True
+    return is_work(done) and may_be_work(part, done)
+
+
+def listed_names(call: Call) -> list[str] | None:
+    """The tool names of an MCP ``tools/list`` result that :func:`_join_listed_tools`
+    matches against the model calls' tools, else None."""
+    if call.operation != "tools/list" or not call.tool_definitions:
+        return None
+    listed = [t.get("name") for t in call.tool_definitions if isinstance(t, dict)]
+    names = [n for n in listed if isinstance(n, str)]
+    return names if names and len(names) == len(listed) else None
 
 
 def _same_tool(part: ToolCallPart, call: Call) -> tuple[str, float] | None:

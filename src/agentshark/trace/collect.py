@@ -50,10 +50,12 @@ from agentshark.trace.queue_spans import add_queue_spans
 from agentshark.trace.queues import Joiner, Life
 from agentshark.trace.routes import wire_execution
 from agentshark.trace.spans import HttpRequest
+from agentshark.trace.spill import Store
 
 BODY_KEPT = 4096
 BODY_DECODED_LIMIT = 1 << 20  # compressed request bodies larger than this are kept as sent
 KEPT_CHARS = 256
+KEEP_CALLS = 10_000  # kept in memory before the rest go to disk (--keep-calls)
 
 
 def slim(call: Call, shared: dict[bytes, Message] | None = None) -> Call:
@@ -161,6 +163,10 @@ class Analysis:
     # a run that reads its input once (the commands, not a live view): the kept calls are
     # frozen out of the garbage collector's walks until finish (trace.heap)
     heap: KeptHeap | None = None
+    # kept calls and requests past which they go to a temporary store on disk (trace.spill):
+    # for a run that wants only the report's JSON (traces, incidents, queue messages)
+    keep: int | None = None
+    store: Store | None = None
 
     def watch(self, items: Iterator[Item]) -> Iterator[Item]:
         """Pass ``items`` through, keeping what the traces need. A call comes right after
@@ -170,10 +176,15 @@ class Analysis:
         for item in items:
             if type(item) is Exchange:
                 self.exchanges += 1
+                store = self.store
                 if item.connection is not None:
-                    self._connection[item.id] = item.connection
+                    if store is None:
+                        self._connection[item.id] = item.connection
+                    else:
+                        store.add_exchange(item.id, item.connection)
                 if item.operation is not None:
-                    self._ops.add(item.id)
+                    if store is None:
+                        self._ops.add(item.id)
                     if item.operation.messages:
                         self.queues.add(item, self.exchanges)
                 self._unclaimed(last)
@@ -187,26 +198,74 @@ class Analysis:
                     if is_model_call(item) and last.request is not None:
                         self.model_hosts.add(urlsplit(last.request.url).netloc)
                     last = None
-                elif is_model_call(item) and item.exchange_id not in self._connection:
+                elif is_model_call(item) and not self._seen(item.exchange_id):
                     self._ahead.add(item.exchange_id)
                 yield item  # written whole before it is slimmed
+                if self.store is not None:
+                    self.store.add_call(slim(item))
+                    continue
                 self.calls.append(slim(item, self._shared))
                 if heap is not None:
                     heap.kept(len(self.calls) + len(self.http))
+                if self.keep is not None and len(self.calls) + len(self.http) > self.keep:
+                    self._spill()
                 continue
             yield item
         self._unclaimed(last)
 
+    def _seen(self, exchange_id: str) -> bool:
+        if self.store is not None:
+            return self.store.has_exchange(exchange_id)
+        return exchange_id in self._connection
+
+    def _spill(self) -> None:
+        """From now on, what is kept goes to disk (not with queue messages: their spans
+        join traces, which :mod:`agentshark.trace.spill` does not do)."""
+        if self.queues:
+            return
+        store = self.store = Store()
+        for exchange_id, connection in self._connection.items():
+            store.add_exchange(exchange_id, connection)
+        ops = self._ops
+        for call in self.calls:
+            store.add_call(call)
+        for req in self.http:
+            store.add_http(req, operation=req.exchange_id in ops)
+        self.calls, self.http, self._shared, self._connection = [], [], {}, {}
+        if self.heap is not None:
+            self.heap.release()
+
     def _unclaimed(self, exchange: Exchange | None) -> None:
         if exchange is not None and (req := _request(exchange)) is not None:
-            self.http.append(req)
+            if self.store is not None:
+                self.store.add_http(req, operation=exchange.operation is not None)
+            else:
+                self.http.append(req)
             doc = _openapi_document(exchange)
             if doc is not None:
                 self.openapi.add(doc, f"{exchange.id} {req.method} {req.url}")
 
+    def trace_docs(self) -> Iterator[dict[str, Json]]:
+        """The traces' JSON, once finished (from the store when there is one)."""
+        if self.store is not None:
+            return self.store.traces()
+        return (t.to_json() for t in self.traces)
+
+    def incident_docs(self) -> Iterator[dict[str, Json]]:
+        if self.store is not None:
+            return self.store.incidents()
+        return (i.to_json() for i in self.incidents)
+
+    def close(self) -> None:
+        """Remove the store, once the report is written."""
+        if self.store is not None:
+            self.store.close()
+
     def not_understood(self) -> int:
         """HTTP exchanges no family claimed and no trace took as a tool execution (the
         operations of other protocols, a SQL statement..., are understood as what they are)."""
+        if self.store is not None:
+            return self.store.unclaimed
         used = {cid for t in self.traces for cid in t.calls}
         return sum(
             1 for h in self.http if h.exchange_id not in used and h.exchange_id not in self._ops
@@ -214,6 +273,15 @@ class Analysis:
 
     def finish(self) -> None:
         """Traces and incidents, once the input has ended."""
+        store = self.store
+        if store is not None and not self.queues:
+            store.finish(self.model_hosts, self.openapi)
+            return
+        if store is not None:  # queue messages came after the calls went to disk
+            self.calls, self.http, self._connection = store.read_back()
+            self._ops = set(store.operations())
+            store.close()
+            self.store = None
         claimed = {c.exchange_id for c in self.calls}  # MCP calls can come late
         self.http = [h for h in self.http if h.exchange_id not in claimed]
         self.links = link_history(self.calls)

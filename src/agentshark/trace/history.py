@@ -140,9 +140,11 @@ def is_model_call(call: Call) -> bool:
     return call.operation == CHAT_OPERATION and bool(call.input_messages)
 
 
-def link_history(calls: Sequence[Call]) -> dict[str, HistoryLink]:
-    """``call.id -> HistoryLink`` for every model call that continues an earlier one."""
-    ordered = _in_order([c for c in calls if is_model_call(c)])
+def link_history(calls: Sequence[Call], *, by_start: bool | None = None) -> dict[str, HistoryLink]:
+    """``call.id -> HistoryLink`` for every model call that continues an earlier one.
+    ``by_start`` says whether to order the calls by start time (when None: if every model
+    call has one); a part of a larger input is ordered as the whole input was."""
+    ordered = _in_order([c for c in calls if is_model_call(c)], by_start)
     ids = _IdIndex()
     replays = _ReplayIndex()
     links: dict[str, HistoryLink] = {}
@@ -154,6 +156,45 @@ def link_history(calls: Sequence[Call]) -> dict[str, HistoryLink]:
         ids.add(entry)
         replays.add(entry)
     return links
+
+
+def replay_keys(call: Call) -> tuple[list[bytes], list[bytes]]:
+    """What :func:`link_history` can link a model call by, as ``(offered, sought)``: the
+    keys its own entries are indexed under, and the keys it looks up as a later call. A
+    link joins a call seeking a key to one offering it; the keys of a session, a response
+    id or a conversation are both. Reading a long capture, the calls are grouped by these
+    before any group is linked (:mod:`agentshark.trace.spill`): two calls sharing no key
+    cannot be linked, whatever else the capture holds."""
+    offered: list[bytes] = []
+    sought: list[bytes] = []
+    if call.api in SESSION_APIS:
+        offered.append(b"s" + call.exchange_id.encode())
+        sought.append(offered[-1])
+    if call.response_id is not None:
+        offered.append(b"r" + call.response_id.encode())
+    previous_id = call.ids.get("previous_response_id")
+    if previous_id is not None:
+        sought.append(b"r" + previous_id.encode())
+    conversation = _conversation(call)
+    if conversation is not None:
+        offered.append(b"c" + conversation.encode())
+        sought.append(offered[-1])
+    head = _head(call)
+    inputs = [(m, False) for m in call.input_messages]
+    input_turns = _turns(head, inputs)
+    outputs = _alternatives(call)
+    for _, output in outputs:
+        messages = [*inputs, *((m, True) for m in output)]
+        offered.append(b"f" + _turns(head, messages).chain[-1])
+        if _idless_calls(output):
+            offered.append(b"i" + _turns(head, messages, ids=False).chain[-1])
+    if not outputs or not call.complete:
+        offered.append(b"f" + input_turns.chain[-1])
+    sought.extend(b"f" + key for key in input_turns.chain[1:])
+    if _has_tool_call_ids(call.input_messages):
+        idless = _turns(head, inputs, ids=False)
+        sought.extend(b"i" + key for key in idless.chain[1:-1])
+    return offered, sought
 
 
 def message_key(message: Message, *, output: bool) -> bytes:
@@ -173,9 +214,11 @@ class _Entry:
     call: Call
 
 
-def _in_order(calls: list[Call]) -> list[Call]:
+def _in_order(calls: list[Call], by_start: bool | None = None) -> list[Call]:
     starts = [c.timing.started for c in calls]
-    if all(s is not None for s in starts):
+    if by_start is None:
+        by_start = all(s is not None for s in starts)
+    if by_start:
         return [c for _, _, c in sorted(zip(starts, range(len(calls)), calls, strict=True))]
     return calls
 

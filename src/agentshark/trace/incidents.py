@@ -36,6 +36,14 @@ def find_incidents(
     calls: Sequence[Call], traces: Sequence[Trace], links: Mapping[str, HistoryLink]
 ) -> list[Incident]:
     """Every incident the rules find, in call order then rule order."""
+    return [entry[3] for entry in ranked_incidents(calls, traces, links)]
+
+
+def ranked_incidents(
+    calls: Sequence[Call], traces: Sequence[Trace], links: Mapping[str, HistoryLink]
+) -> list[tuple[int, int, int, Incident]]:
+    """The incidents as ``(position of the call in calls, rule rank, order found,
+    incident)``, sorted: what the report order is made of."""
     ctx = Context.build(calls, traces, links)
     found: list[tuple[int, int, int, Incident]] = []
     for rank, rule in enumerate(RULES):
@@ -43,7 +51,7 @@ def find_incidents(
             where = ctx.position.get(incident.call_id or "", len(calls))
             found.append((where, rank, len(found), incident))
     found.sort(key=lambda entry: entry[:3])
-    return [entry[3] for entry in found]
+    return found
 
 
 RULES: tuple[Rule, ...] = (

@@ -91,6 +91,19 @@ def _vector_heads(call: Call, key: str) -> list[Json]:
     return list(heads) if isinstance(heads, list) else []
 
 
+def may_be_work(part: ToolCallPart, call: Call) -> bool:
+    """Whether :func:`tool_work` could take ``call`` for ``part`` when it starts in the
+    tool's window: its input holds every argument value, or it is a retrieval by a query
+    vector (which an embeddings call of the same tool may have returned)."""
+    values = [v for v in argument_values(part.arguments) if not _number(v)]
+    if not values:
+        return False
+    text = request_text(call)
+    if text and all(v in text for v in values):
+        return True
+    return is_retrieval(call) and bool(_vector_heads(call, "queries"))
+
+
 def tool_work(
     part: ToolCallPart,
     in_window: Callable[[float | None], bool],
