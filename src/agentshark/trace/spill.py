@@ -66,7 +66,7 @@ from agentshark.trace.spans import HttpRequest
 
 CALL, HTTP = 0, 1  # kinds of item
 BOTH, OFFERED, SOUGHT = 0, 1, 2  # roles of a key: shared, offered, looked up
-ROWS = 4096  # rows buffered before they are written
+ROWS = 1024  # rows buffered before they are written
 GROUP_CALLS = 400  # calls analysed at a time (whole groups, however large)
 NO_CALL = 1 << 62  # the place of an incident without a call: after every call
 
@@ -168,7 +168,7 @@ class Store:
     def __post_init__(self) -> None:
         self._tmp = tempfile.TemporaryDirectory(prefix="agentshark-", dir=self.directory)
         db = sqlite3.connect(Path(self._tmp.name) / "analysis.sqlite3", isolation_level=None)
-        for pragma in ("journal_mode=OFF", "synchronous=OFF", "cache_size=-32768"):
+        for pragma in ("journal_mode=OFF", "synchronous=OFF", "cache_size=-8192"):
             db.execute(f"PRAGMA {pragma}")
         db.executescript(_SCHEMA)
         db.execute("BEGIN")
