@@ -27,7 +27,7 @@ from agentshark.apis.registry import known_apis
 from agentshark.cli_export import run_export
 from agentshark.cli_follow import follow
 from agentshark.cli_parser import build_parser as build_parser  # used, and re-exported
-from agentshark.errors import InputError, JobError
+from agentshark.errors import InputError, JobError, StoreError
 from agentshark.framing.proto_schema import ProtoSchemas, load_schemas
 from agentshark.output.calls_text import CallsTextWriter
 from agentshark.output.census import Census
@@ -117,7 +117,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"agentshark: {exc}", file=sys.stderr)
         return 2
-    except JobError as exc:
+    except (JobError, StoreError) as exc:
         print(f"agentshark: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

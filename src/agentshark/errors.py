@@ -6,7 +6,8 @@ agentshark raises exceptions only at its boundary, when it cannot start at all::
     ├── InputError            a file cannot be opened or its format is not one we read
     │   └── UnsupportedFormatError  the format is recognized but not supported (yet)
     ├── UsageError            the command line or API was called with incompatible options
-    └── JobError              a worker process of a shared run (--jobs) failed
+    ├── JobError              a worker process of a shared run (--jobs) failed
+    └── StoreError            the temporary store of a long analysis failed (disk full...)
 
 Everything that goes wrong *inside* a readable input is a :class:`Diagnostic`: a value
 attached to the source, connection or exchange it concerns, saying what was wrong, where,
@@ -39,6 +40,11 @@ class UsageError(AgentsharkError):
 
 class JobError(AgentsharkError):
     """A worker process of a shared run (``--jobs``) failed or stopped: the run cannot go on."""
+
+
+class StoreError(AgentsharkError):
+    """The temporary on-disk store of ``analyze`` (:mod:`agentshark.trace.spill`) cannot be
+    written or read: the run cannot go on."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -13,6 +13,7 @@ import pytest
 
 from agentshark.apis.model import Call, Message, TextPart, Timing
 from agentshark.cli import main
+from agentshark.errors import StoreError
 from agentshark.pipeline import Options, run
 from agentshark.trace.collect import Analysis
 from agentshark.trace.openapi import OpenApi
@@ -159,3 +160,10 @@ def test_unrelated_calls_are_analysed_in_groups_related_ones_together() -> None:
     finally:
         store.close()
     assert [t["calls"] for t in traces] == [["c0", "c1"], ["c2"]]
+
+
+def test_a_store_that_cannot_be_made_is_one_clear_error(tmp_path: Path) -> None:
+    not_a_directory = tmp_path / "file"
+    not_a_directory.write_text("")
+    with pytest.raises(StoreError, match=r"set TMPDIR to a directory with room"):
+        Store(directory=str(not_a_directory))

@@ -35,6 +35,7 @@ import sqlite3
 import tempfile
 from array import array
 from collections.abc import Collection, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from hashlib import blake2b
 from pathlib import Path
@@ -43,6 +44,7 @@ from typing import Any
 import orjson
 
 from agentshark.apis.model import Call, ToolCallPart, ToolCallResponsePart
+from agentshark.errors import StoreError
 from agentshark.trace.build import (
     HINT_GAP,
     TOOL_WINDOW,
@@ -127,6 +129,20 @@ def _traceparent_key(value: str) -> Iterator[tuple[int, int]]:
         yield _key(b"p", parsed.trace_id.encode()), BOTH
 
 
+@contextmanager
+def _guard(where: str | None) -> Iterator[None]:
+    """sqlite3 and OS errors of the store as one clear :class:`StoreError`."""
+    try:
+        yield
+    except (sqlite3.Error, OSError) as exc:
+        place = where or tempfile.gettempdir()
+        raise StoreError(
+            f"the temporary store of the analysis in {place} failed ({exc}): free space there, "
+            "set TMPDIR to a directory with room, or keep more calls in memory with "
+            "--keep-calls N"
+        ) from None
+
+
 class _Sets:
     """Union-find over item numbers."""
 
@@ -166,6 +182,10 @@ class Store:
     _pending: dict[str, str] = field(default_factory=dict)  # exchange -> connection, unwritten
 
     def __post_init__(self) -> None:
+        with _guard(self.directory):
+            self._open()
+
+    def _open(self) -> None:
         self._tmp = tempfile.TemporaryDirectory(prefix="agentshark-", dir=self.directory)
         db = sqlite3.connect(Path(self._tmp.name) / "analysis.sqlite3", isolation_level=None)
         for pragma in ("journal_mode=OFF", "synchronous=OFF", "cache_size=-8192"):
@@ -190,8 +210,9 @@ class Store:
     def has_exchange(self, exchange_id: str) -> bool:
         if exchange_id in self._pending:
             return True
-        found = self.db.execute("SELECT 1 FROM exchanges WHERE id = ?", (exchange_id,))
-        return found.fetchone() is not None
+        with _guard(self.directory):
+            found = self.db.execute("SELECT 1 FROM exchanges WHERE id = ?", (exchange_id,))
+            return found.fetchone() is not None
 
     def add_call(self, call: Call) -> None:
         item, pos = self.items, self.calls
@@ -265,6 +286,10 @@ class Store:
             self._write()
 
     def _write(self) -> None:
+        with _guard(self.directory):
+            self._write_rows()
+
+    def _write_rows(self) -> None:
         db, rows = self.db, self._rows
         db.executemany("INSERT INTO items VALUES (?,?,?,?,?,?,?,?,?,?)", rows["items"])
         db.executemany("INSERT INTO keys VALUES (?,?,?)", rows["keys"])
@@ -277,6 +302,10 @@ class Store:
         self._write_exchanges()
 
     def _write_exchanges(self) -> None:
+        with _guard(self.directory):
+            self._write_pending()
+
+    def _write_pending(self) -> None:
         self.db.executemany("INSERT OR REPLACE INTO exchanges VALUES (?,?)", self._pending.items())
         self._pending = {}
 
@@ -285,6 +314,10 @@ class Store:
     def finish(self, model_hosts: Collection[str], openapi: OpenApi) -> None:
         """Group, analyse, and find the hints (module docstring)."""
         self._write()
+        with _guard(self.directory):
+            self._finish(model_hosts, openapi)
+
+    def _finish(self, model_hosts: Collection[str], openapi: OpenApi) -> None:
         db = self.db
         db.execute("CREATE INDEX doers_t ON doers (t)")
         db.execute("CREATE INDEX items_exchange ON items (exchange, kind)")
@@ -533,6 +566,10 @@ class Store:
 
     def traces(self) -> Iterator[dict[str, Any]]:
         """The traces' JSON, in the report's order, with their hints."""
+        with _guard(self.directory):
+            yield from self._traces()
+
+    def _traces(self) -> Iterator[dict[str, Any]]:
         db = self.db
         hints = db.execute("SELECT trace, data FROM hints ORDER BY trace, first, seq")
         pending = next(hints, None)
@@ -550,13 +587,19 @@ class Store:
             yield doc
 
     def incidents(self) -> Iterator[dict[str, Any]]:
-        rows = self.db.execute("SELECT data FROM incidents ORDER BY pos, rank, seq")
-        for (data,) in rows:
-            yield pickle.loads(data)  # noqa: S301 (written by this process)
+        """The incidents' JSON, in the report's order."""
+        with _guard(self.directory):
+            rows = self.db.execute("SELECT data FROM incidents ORDER BY pos, rank, seq")
+            for (data,) in rows:
+                yield pickle.loads(data)  # noqa: S301 (written by this process)
 
     def read_back(self) -> tuple[list[Call], list[HttpRequest], dict[str, str]]:
         """Everything kept, in the order it came (an input whose analysis needs it whole)."""
         self._write()
+        with _guard(self.directory):
+            return self._read_back()
+
+    def _read_back(self) -> tuple[list[Call], list[HttpRequest], dict[str, str]]:
         calls: list[Call] = []
         http: list[HttpRequest] = []
         for kind, data in self.db.execute("SELECT kind, data FROM items ORDER BY id"):
