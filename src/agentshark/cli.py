@@ -303,8 +303,8 @@ def _report(args: argparse.Namespace, census: Census, *, calls: bool) -> int:
     failed = 0
     out_file = Path(args.output).open("wb") if args.output else None  # noqa: SIM115
     analysis = analysis_for(args) if args.command == "analyze" else None
-    if analysis is not None and args.format == "json":
-        analysis.keep = args.keep_calls
+    if analysis is not None:
+        analysis.keep, analysis.views = args.keep_calls, args.format != "json"
     try:
         items = _selected(census.watch(run(args.files, options)), wanted)
         if analysis is not None:
@@ -338,15 +338,25 @@ def _report(args: argparse.Namespace, census: Census, *, calls: bool) -> int:
             screen = _screen(args, text, render.redactor)
             trace_writer = TraceTextWriter(text, redact=render.redact, screen=screen)
             trace_writer.wide = args.wide
-            trace_writer.write(
-                analysis.traces,
-                analysis.incidents,
-                analysis.calls,
-                sources,
-                unclaimed=analysis.not_understood(),
-                census=census,
-                lives=analysis.lives,
-            )
+            if analysis.store is not None:
+                trace_writer.write_views(
+                    analysis.store.views_of(),
+                    analysis.store.loose_incidents(),
+                    sources,
+                    unclaimed=analysis.not_understood(),
+                    census=census,
+                    calls=analysis.store.calls,
+                )
+            else:
+                trace_writer.write(
+                    analysis.traces,
+                    analysis.incidents,
+                    analysis.calls,
+                    sources,
+                    unclaimed=analysis.not_understood(),
+                    census=census,
+                    lives=analysis.lives,
+                )
             text.flush()
         else:
             text = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout  # noqa: SIM115, PTH123

@@ -261,9 +261,9 @@ def build_parser() -> argparse.ArgumentParser:
         type=count_arg("calls", least=0),
         default=KEEP_CALLS,
         metavar="N",
-        help="with --format json, calls kept in memory for the traces before the rest go to a "
-        f"temporary database (in TMPDIR; same report, memory flat in the number of calls; "
-        f"default {KEEP_CALLS:,}; 0: every call goes there)",
+        help="calls kept in memory for the traces before the rest go to a temporary database "
+        f"(in TMPDIR; the same report, with memory flat in the number of calls; default "
+        f"{KEEP_CALLS:,}; 0: every call goes there)",
     )
     add_follow_options(analyze)
     analyze.set_defaults(events=False, api=[])

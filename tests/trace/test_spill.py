@@ -78,6 +78,20 @@ def test_the_report_is_the_same_with_the_calls_on_disk(name: str) -> None:
     assert _report(inputs, "--keep-calls", "1") == whole
 
 
+@pytest.mark.parametrize("name", ["agent_chat", "graphql_agent", "unanswered", "two_files"])
+def test_the_text_view_is_the_same_with_the_calls_on_disk(name: str) -> None:
+    inputs = _present(CASES[name])
+    views = []
+    for keep in ("10000", "0"):
+        out = Path(f"/tmp/agentshark-spill-view-{keep}.txt")
+        with redirect_stderr(io.StringIO()):
+            main(["analyze", *inputs, "--color", "never", "-o", str(out), "--keep-calls", keep])
+        views.append(out.read_text())
+        out.unlink()
+    assert "trace 1" in views[0]
+    assert views[1] == views[0]
+
+
 def _analysis(inputs: list[str], keep: int) -> Analysis:
     analysis = Analysis(keep=keep)
     for _ in analysis.watch(run(inputs, Options(calls=True))):

@@ -13,7 +13,7 @@ INCOMPLETE yellow, ids dim, incidents by severity).
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TextIO
 
 import orjson
@@ -52,14 +52,41 @@ class TraceTextWriter:
         census: Census | None = None,
         lives: Sequence[Life] = (),
     ) -> None:
-        self._census = census
-        self._numbers = {t.trace_id: n for n, t in enumerate(traces, 1)}
         by_id = {c.id: c for c in calls}
         by_trace: dict[str | None, list[Incident]] = {}
         for incident in incidents:
             by_trace.setdefault(incident.trace_id, []).append(incident)
+        self._numbers = {t.trace_id: n for n, t in enumerate(traces, 1)}
+        views = (
+            (t, {c: by_id[c] for c in t.calls if c in by_id}, by_trace.get(t.trace_id, []))
+            for t in traces
+        )
+        loose = by_trace.get(None, [])
+        self.write_views(
+            views, loose, sources, unclaimed=unclaimed, census=census, lives=lives, calls=len(calls)
+        )
+
+    def write_views(
+        self,
+        views: Iterable[tuple[Trace, dict[str, Call], list[Incident]]],
+        loose: Iterable[Incident],
+        sources: Sequence[SourceReport],
+        *,
+        unclaimed: int,
+        census: Census | None = None,
+        lives: Sequence[Life] = (),
+        calls: int | None = None,
+    ) -> None:
+        """Each trace with its calls and incidents, as they come (a long input's come from
+        its store, :mod:`agentshark.trace.spill`), then the incidents of no trace and the
+        summary. ``calls``: how many there were, when not all are in the traces' views."""
+        self._census = census
+        if not hasattr(self, "_numbers"):
+            self._numbers = {}  # traces are numbered for queue messages, which come whole
+        totals = _Totals()
         line = self._screen.line
-        for n, trace in enumerate(traces, 1):
+        for n, (trace, by_id, incidents) in enumerate(views, 1):
+            totals.add(trace, by_id, incidents)
             self._screen.tree(
                 Node(label=self._header(n, trace, by_id), children=self._tree(trace, by_id))
             )
@@ -72,7 +99,7 @@ class TraceTextWriter:
                         "dim",
                     )
                 )
-            for incident in by_trace.get(trace.trace_id, []):
+            for incident in incidents:
                 line(("   ", None), _incident(incident))
             line()
         if lives:  # the queue messages' lives (agentshark.output.queue_text)
@@ -80,7 +107,8 @@ class TraceTextWriter:
             for row in life_lines(lives, self._numbers):
                 line(("  ", None), *row)
             line()
-        for incident in by_trace.get(None, []):
+        for incident in loose:
+            totals.add_incident(incident)
             line(_incident(incident))
         for source in sources:
             for d in source.diagnostics:
@@ -92,9 +120,11 @@ class TraceTextWriter:
                             severity_tone(d.severity),
                         )
                     )
-        line((_summary(traces, incidents, calls, unclaimed), "head"))
+        if calls is not None:
+            totals.calls = calls
+        line((totals.summary(unclaimed), "head"))
         if census is not None:
-            if not calls:
+            if not totals.calls:
                 line((f"  0 calls: {census.why_no_calls()}", "incomplete"))
             for text in census.not_parsed_lines():
                 line((f"  {text}", "incomplete"))
@@ -198,21 +228,42 @@ class TraceTextWriter:
         return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _summary(
-    traces: Sequence[Trace], incidents: Sequence[Incident], calls: Sequence[Call], unclaimed: int
-) -> str:
-    models = sum(1 for t in traces for s in t.spans if s.kind == "model")
-    tools = sum(1 for t in traces for s in t.spans if s.kind == "tool")
-    tokens_in = sum(c.usage.input_tokens or 0 for c in calls if c.usage is not None)
-    tokens_out = sum(c.usage.output_tokens or 0 for c in calls if c.usage is not None)
-    worst = {s: sum(1 for i in incidents if i.severity == s) for s in ("error", "warning")}
-    return (
-        f"{plural(len(traces), 'trace')}, {plural(len(calls), 'call')} "
-        f"({plural(models, 'model span')}, {plural(tools, 'tool span')}), "
-        f"tokens {tokens_in} in / {tokens_out} out, {plural(len(incidents), 'incident')} "
-        f"({plural(worst['error'], 'error')}, {plural(worst['warning'], 'warning')}), "
-        f"{plural(unclaimed, 'HTTP exchange')} not understood"
-    )
+class _Totals:
+    """The summary line's counts, added up trace by trace."""
+
+    def __init__(self) -> None:
+        self.traces = self.calls = self.models = self.tools = 0
+        self.tokens_in = self.tokens_out = 0
+        self.severities: dict[str, int] = {"error": 0, "warning": 0}
+        self.incidents = 0
+
+    def add(self, trace: Trace, calls: dict[str, Call], incidents: Iterable[Incident]) -> None:
+        self.traces += 1
+        self.calls += len(calls)
+        self.models += sum(1 for s in trace.spans if s.kind == "model")
+        self.tools += sum(1 for s in trace.spans if s.kind == "tool")
+        for call in calls.values():
+            if call.usage is not None:
+                self.tokens_in += call.usage.input_tokens or 0
+                self.tokens_out += call.usage.output_tokens or 0
+        for incident in incidents:
+            self.add_incident(incident)
+
+    def add_incident(self, incident: Incident) -> None:
+        self.incidents += 1
+        if incident.severity in self.severities:
+            self.severities[incident.severity] += 1
+
+    def summary(self, unclaimed: int) -> str:
+        worst = self.severities
+        return (
+            f"{plural(self.traces, 'trace')}, {plural(self.calls, 'call')} "
+            f"({plural(self.models, 'model span')}, {plural(self.tools, 'tool span')}), "
+            f"tokens {self.tokens_in} in / {self.tokens_out} out, "
+            f"{plural(self.incidents, 'incident')} "
+            f"({plural(worst['error'], 'error')}, {plural(worst['warning'], 'warning')}), "
+            f"{plural(unclaimed, 'HTTP exchange')} not understood"
+        )
 
 
 def _partial(graphql: Json) -> Seg:

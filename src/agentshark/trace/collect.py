@@ -164,8 +164,9 @@ class Analysis:
     # frozen out of the garbage collector's walks until finish (trace.heap)
     heap: KeptHeap | None = None
     # kept calls and requests past which they go to a temporary store on disk (trace.spill):
-    # for a run that wants only the report's JSON (traces, incidents, queue messages)
+    # for a run that reads the traces and incidents once, in the report's order
     keep: int | None = None
+    views: bool = False  # the store keeps each trace's calls with it (the text view)
     store: Store | None = None
 
     def watch(self, items: Iterator[Item]) -> Iterator[Item]:
@@ -223,7 +224,7 @@ class Analysis:
         join traces, which :mod:`agentshark.trace.spill` does not do)."""
         if self.queues:
             return
-        store = self.store = Store()
+        store = self.store = Store(views=self.views)
         for exchange_id, connection in self._connection.items():
             store.add_exchange(exchange_id, connection)
         ops = self._ops
@@ -252,9 +253,8 @@ class Analysis:
         return (t.to_json() for t in self.traces)
 
     def incident_docs(self) -> Iterator[dict[str, Json]]:
-        if self.store is not None:
-            return self.store.incidents()
-        return (i.to_json() for i in self.incidents)
+        incidents = self.store.incidents() if self.store is not None else iter(self.incidents)
+        return (i.to_json() for i in incidents)
 
     def close(self) -> None:
         """Remove the store, once the report is written."""

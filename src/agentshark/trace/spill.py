@@ -43,7 +43,7 @@ from typing import Any
 
 import orjson
 
-from agentshark.apis.model import Call, ToolCallPart, ToolCallResponsePart
+from agentshark.apis.model import Call, Json, ToolCallPart, ToolCallResponsePart
 from agentshark.errors import StoreError
 from agentshark.trace.build import (
     HINT_GAP,
@@ -61,11 +61,12 @@ from agentshark.trace.context import TraceParent, parse_traceparent
 from agentshark.trace.history import is_model_call, link_history, replay_keys
 from agentshark.trace.incident_rules_base import request_key
 from agentshark.trace.incidents import ranked_incidents
-from agentshark.trace.model import Trace
+from agentshark.trace.model import Incident, Trace
 from agentshark.trace.openapi import OpenApi, name_operations
 from agentshark.trace.retrieval import is_work
 from agentshark.trace.spans import HttpRequest
 
+View = tuple[Trace, dict[str, Call], list[Incident]]  # a trace, its calls, its incidents
 CALL, HTTP = 0, 1  # kinds of item
 BOTH, OFFERED, SOUGHT = 0, 1, 2  # roles of a key: shared, offered, looked up
 ROWS = 1024  # rows buffered before they are written
@@ -84,7 +85,7 @@ CREATE TABLE exchanges (id TEXT PRIMARY KEY, conn TEXT) WITHOUT ROWID;
 CREATE TABLE traces (late INTEGER, start REAL, pos INTEGER, data BLOB);
 CREATE TABLE uses (conn TEXT, started REAL, ended REAL, trace INTEGER, idx INTEGER,
     trace_id TEXT, call TEXT);
-CREATE TABLE incidents (pos INTEGER, rank INTEGER, seq INTEGER, data BLOB);
+CREATE TABLE incidents (pos INTEGER, rank INTEGER, seq INTEGER, trace INTEGER, data BLOB);
 CREATE TABLE hints (trace INTEGER, first INTEGER, seq INTEGER, data BLOB);
 """
 
@@ -171,6 +172,7 @@ class Store:
     """The kept calls and requests of one input, on disk (module docstring)."""
 
     directory: str | None = None  # where the temporary database goes (default: TMPDIR)
+    views: bool = False  # keep each trace's calls with it (the text view draws them)
     items: int = 0
     calls: int = 0
     http: int = 0
@@ -482,12 +484,17 @@ class Store:
         name_operations([s for t in traces for s in t.spans], openapi)
         place = {c.id: (c.timing.started is None, c.timing.started or 0.0, pos) for pos, c in calls}
         by_id = {c.id: c for c in ordered}
-        for trace in traces:
-            self._keep_trace(trace, place, by_id, connection_of)
+        rows = {t.trace_id: self._keep_trace(t, place, by_id, connection_of) for t in traces}
         db.executemany(
-            "INSERT INTO incidents VALUES (?,?,?,?)",
+            "INSERT INTO incidents VALUES (?,?,?,?,?)",
             (
-                (calls[where][0] if where < len(calls) else NO_CALL, rank, seq, _dumps(i.to_json()))
+                (
+                    calls[where][0] if where < len(calls) else NO_CALL,
+                    rank,
+                    seq,
+                    rows.get(i.trace_id) if i.trace_id is not None else None,
+                    _dumps(i),
+                )
                 for where, rank, seq, i in ranked_incidents(ordered, traces, links)
             ),
         )
@@ -502,10 +509,14 @@ class Store:
         place: dict[str, tuple[bool, float, int]],
         by_id: dict[str, Call],
         connection_of: dict[str, str],
-    ) -> None:
+    ) -> int | None:
+        """Store ``trace`` (with its calls, for a view) and its calls' uses of connections."""
         late, start, pos = min(place[c] for c in trace.calls if c in place)
+        kept: object = trace
+        if self.views:
+            kept = (trace, {c: by_id[c] for c in trace.calls if c in by_id})
         row = self.db.execute(
-            "INSERT INTO traces VALUES (?,?,?,?)", (late, start, pos, _dumps(trace.to_json()))
+            "INSERT INTO traces VALUES (?,?,?,?)", (late, start, pos, _dumps(kept))
         ).lastrowid
         uses = []
         for idx, cid in enumerate(trace.calls):
@@ -516,6 +527,7 @@ class Store:
             end = call.timing.ended or call.timing.started
             uses.append((conn, call.timing.started, end, row, idx, trace.trace_id, cid))
         self.db.executemany("INSERT INTO uses VALUES (?,?,?,?,?,?,?)", uses)
+        return row
 
     def _rank_traces(self) -> None:
         self.db.execute(
@@ -564,33 +576,49 @@ class Store:
             previous = use
         db.executemany("INSERT INTO hints VALUES (?,?,?,?)", out)
 
-    def traces(self) -> Iterator[dict[str, Any]]:
+    def traces(self) -> Iterator[dict[str, Json]]:
         """The traces' JSON, in the report's order, with their hints."""
-        with _guard(self.directory):
-            yield from self._traces()
+        for trace, _, _ in self.views_of(incidents=False):
+            yield trace.to_json()
 
-    def _traces(self) -> Iterator[dict[str, Any]]:
+    def views_of(self, *, incidents: bool = True) -> Iterator[View]:
+        """Each trace in the report's order, with its hints, its calls (when the store was
+        made for views) and its incidents in the report's order."""
+        with _guard(self.directory):
+            yield from self._views(incidents=incidents)
+
+    def _views(self, *, incidents: bool) -> Iterator[View]:
         db = self.db
-        hints = db.execute("SELECT trace, data FROM hints ORDER BY trace, first, seq")
-        pending = next(hints, None)
+        hints = _rows_by_rank(db, "SELECT trace, data FROM hints ORDER BY trace, first, seq")
+        found = _rows_by_rank(
+            db,
+            "SELECT r.r, i.data FROM incidents i JOIN ranks r ON r.trace = i.trace "
+            "ORDER BY r.r, i.pos, i.rank, i.seq"
+            if incidents
+            else "SELECT 0, NULL WHERE 0",
+        )
         rows = db.execute(
             "SELECT r.r, t.data FROM traces t JOIN ranks r ON r.trace = t.rowid ORDER BY r.r"
         )
         for r, data in rows:
-            doc = pickle.loads(data)  # noqa: S301 (written by this process)
-            mine = []
-            while pending is not None and pending[0] == r:
-                mine.append(pickle.loads(pending[1]))  # noqa: S301
-                pending = next(hints, None)
-            if mine:
-                doc["hints"] = mine
-            yield doc
+            kept = pickle.loads(data)  # noqa: S301 (written by this process)
+            trace, calls = kept if isinstance(kept, tuple) else (kept, {})
+            trace.hints = hints.take(r)
+            yield trace, calls, found.take(r)
 
-    def incidents(self) -> Iterator[dict[str, Any]]:
-        """The incidents' JSON, in the report's order."""
+    def incidents(self) -> Iterator[Incident]:
+        """The incidents in the report's order."""
+        yield from self._incidents("SELECT data FROM incidents ORDER BY pos, rank, seq")
+
+    def loose_incidents(self) -> Iterator[Incident]:
+        """The incidents of no trace, in the report's order."""
+        yield from self._incidents(
+            "SELECT data FROM incidents WHERE trace IS NULL ORDER BY pos, rank, seq"
+        )
+
+    def _incidents(self, query: str) -> Iterator[Incident]:
         with _guard(self.directory):
-            rows = self.db.execute("SELECT data FROM incidents ORDER BY pos, rank, seq")
-            for (data,) in rows:
+            for (data,) in self.db.execute(query):
                 yield pickle.loads(data)  # noqa: S301 (written by this process)
 
     def read_back(self) -> tuple[list[Call], list[HttpRequest], dict[str, str]]:
@@ -618,6 +646,25 @@ class Store:
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None
+
+
+class _RowsByRank:
+    """The rows of a query ordered by trace rank, taken one rank at a time."""
+
+    def __init__(self, rows: Iterator[tuple[int, bytes]]) -> None:
+        self._rows = rows
+        self._next = next(rows, None)
+
+    def take(self, rank: int) -> list[Any]:
+        out = []
+        while self._next is not None and self._next[0] == rank:
+            out.append(pickle.loads(self._next[1]))  # noqa: S301 (written by this process)
+            self._next = next(self._rows, None)
+        return out
+
+
+def _rows_by_rank(db: sqlite3.Connection, query: str) -> _RowsByRank:
+    return _RowsByRank(iter(db.execute(query)))
 
 
 def _dumps(value: object) -> bytes:
