@@ -5,16 +5,20 @@ of the whole input in memory, byte for byte, on inputs that use every kind of jo
 from __future__ import annotations
 
 import io
+import subprocess
+import sys
 import tracemalloc
 from contextlib import redirect_stderr
 from pathlib import Path
 
+import orjson
 import pytest
 
 from agentshark.apis.model import Call, Message, TextPart, Timing
 from agentshark.cli import main
 from agentshark.errors import StoreError
 from agentshark.pipeline import Options, run
+from agentshark.trace import spill
 from agentshark.trace.collect import Analysis
 from agentshark.trace.openapi import OpenApi
 from agentshark.trace.spill import Store
@@ -70,12 +74,39 @@ def _present(inputs: list[str]) -> list[str]:
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_the_report_is_the_same_with_the_calls_on_disk(name: str) -> None:
+def test_the_report_is_the_same_with_the_calls_on_disk(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     inputs = _present(CASES[name])
     whole = _report(inputs)
     assert b'"traces"' in whole
     assert _report(inputs, "--keep-calls", "0") == whole
+    monkeypatch.setattr(spill, "GROUP_CALLS", 1)  # each group analysed on its own
     assert _report(inputs, "--keep-calls", "1") == whole
+
+
+def test_a_fleet_of_runs_gives_one_trace_per_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """bench/make_many_calls.py: runs interleaved over connections, the store analysing
+    them a few groups at a time, gives each run as one trace, as in memory."""
+    capture = tmp_path / "many.pcap"
+    script = ROOT / "bench" / "make_many_calls.py"
+    made = subprocess.run([sys.executable, str(script), "--calls", "3000", "--out", str(capture)])
+    assert made.returncode == 0
+    monkeypatch.setattr(spill, "GROUP_CALLS", 50)
+    whole = _report([str(capture)])
+    assert _report([str(capture), "--keep-calls", "100"]) == whole
+    report = orjson.loads(whole)
+    number = {e["id"]: n for n, e in enumerate(report["exchanges"], 1)}
+    exchange_of = {c["id"]: number[c["exchange_id"]] for c in report["calls"]}
+    traces = sorted(sorted(exchange_of[c] for c in t["calls"]) for t in report["traces"])
+    runs = [
+        orjson.loads(line) for line in capture.with_suffix(".runs.jsonl").read_bytes().splitlines()
+    ]
+    assert traces == sorted(r["exchanges"] for r in runs)
+    assert len(report["calls"]) == 3000
+    assert all(c["complete"] for c in report["calls"])
 
 
 @pytest.mark.parametrize("name", ["agent_chat", "graphql_agent", "unanswered", "two_files"])
