@@ -158,13 +158,14 @@ def link_history(calls: Sequence[Call], *, by_start: bool | None = None) -> dict
     return links
 
 
-def replay_keys(call: Call) -> tuple[list[bytes], list[bytes]]:
-    """What :func:`link_history` can link a model call by, as ``(offered, sought)``: the
-    keys its own entries are indexed under, and the keys it looks up as a later call. A
-    link joins a call seeking a key to one offering it; the keys of a session, a response
-    id or a conversation are both. Reading a long capture, the calls are grouped by these
-    before any group is linked (:mod:`agentshark.trace.spill`): two calls sharing no key
-    cannot be linked, whatever else the capture holds."""
+def replay_keys(call: Call) -> tuple[list[bytes], list[bytes], bytes]:
+    """What :func:`link_history` can link a model call by, as ``(offered, sought, input)``:
+    the keys its own entries are indexed under, the keys it looks up as a later call, and
+    the fingerprint of its instructions and input messages. A link joins a call seeking a
+    key to one offering it; the keys of a session, a response id or a conversation are both.
+    Reading a long capture, the calls are grouped by these before any group is linked
+    (:mod:`agentshark.trace.spill`): two calls sharing no key cannot be linked, whatever
+    else the capture holds."""
     offered: list[bytes] = []
     sought: list[bytes] = []
     if call.api in SESSION_APIS:
@@ -183,9 +184,15 @@ def replay_keys(call: Call) -> tuple[list[bytes], list[bytes]]:
     inputs = [(m, False) for m in call.input_messages]
     input_turns = _turns(head, inputs)
     outputs = _alternatives(call)
+    ends_assistant = bool(inputs) and _role(inputs[-1][0], output=False) == ASSISTANT
     for _, output in outputs:
         messages = [*inputs, *((m, True) for m in output)]
-        offered.append(b"f" + _turns(head, messages).chain[-1])
+        if ends_assistant:  # the output continues the input's last turn
+            offered.append(b"f" + _turns(head, messages).chain[-1])
+        else:  # an output is one assistant turn after the input's
+            parts = [p for m in output for p in m.parts]
+            key = _dumps([ASSISTANT, _parts_key(parts, role=ASSISTANT)])
+            offered.append(b"f" + _digest(input_turns.chain[-1] + key))
         if _idless_calls(output):
             offered.append(b"i" + _turns(head, messages, ids=False).chain[-1])
     if not outputs or not call.complete:
@@ -194,7 +201,7 @@ def replay_keys(call: Call) -> tuple[list[bytes], list[bytes]]:
     if _has_tool_call_ids(call.input_messages):
         idless = _turns(head, inputs, ids=False)
         sought.extend(b"i" + key for key in idless.chain[1:-1])
-    return offered, sought
+    return offered, sought, input_turns.chain[-1]
 
 
 def message_key(message: Message, *, output: bool) -> bytes:

@@ -59,7 +59,6 @@ from agentshark.trace.build import (
 )
 from agentshark.trace.context import TraceParent, parse_traceparent
 from agentshark.trace.history import is_model_call, link_history, replay_keys
-from agentshark.trace.incident_rules_base import request_key
 from agentshark.trace.incidents import ranked_incidents
 from agentshark.trace.model import Incident, Trace
 from agentshark.trace.openapi import OpenApi, name_operations
@@ -108,7 +107,7 @@ def call_keys(call: Call) -> Iterator[tuple[int, int]]:
         yield _key(b"t", task_of.encode()), BOTH
     if not is_model_call(call):
         return
-    offered, sought = replay_keys(call)
+    offered, sought, fingerprint = replay_keys(call)
     for k in offered:
         yield _key(b"h", k), OFFERED
     for k in sought:
@@ -121,7 +120,14 @@ def call_keys(call: Call) -> Iterator[tuple[int, int]]:
         for part in message.parts:
             if isinstance(part, ToolCallResponsePart) and part.id is not None:
                 yield _key(b"u", part.id.encode()), SOUGHT
-    yield _key(b"q", request_key(call)), BOTH
+    # the retry rules' "same request" (incident_rules_base.request_key): equal requests
+    # have equal parameters and input fingerprints
+    head = [call.api, call.operation, call.request_model, call.request_params]
+    try:
+        params = orjson.dumps(head, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+    except TypeError:
+        params = repr(head).encode()
+    yield _key(b"q", params + fingerprint), BOTH
 
 
 def _traceparent_key(value: str) -> Iterator[tuple[int, int]]:
