@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -303,8 +304,10 @@ def _report(args: argparse.Namespace, census: Census, *, calls: bool) -> int:
     failed = 0
     out_file = Path(args.output).open("wb") if args.output else None  # noqa: SIM115
     analysis = analysis_for(args) if args.command == "analyze" else None
+    previous = None
     if analysis is not None:
         analysis.keep, analysis.views = args.keep_calls, args.format != "json"
+        previous = _terminate_as_interrupt()
     try:
         items = _selected(census.watch(run(args.files, options)), wanted)
         if analysis is not None:
@@ -379,7 +382,23 @@ def _report(args: argparse.Namespace, census: Census, *, calls: bool) -> int:
             out_file.close()
         if analysis is not None:
             analysis.close()
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     return 1 if failed else 0
+
+
+def _terminate_as_interrupt() -> Any:
+    """SIGTERM ends the run as Ctrl-C does, so that the analysis' temporary store is removed
+    (a process ended by the default handler leaves it in TMPDIR). Returns the handler it
+    replaced, or None outside the main thread (where it cannot be set)."""
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        return signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:
+        return None
 
 
 JOBS_MIN_BYTES = 16 << 20  # smaller inputs are read faster than worker processes start

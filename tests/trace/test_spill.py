@@ -5,8 +5,11 @@ of the whole input in memory, byte for byte, on inputs that use every kind of jo
 from __future__ import annotations
 
 import io
+import os
+import signal
 import subprocess
 import sys
+import time
 import tracemalloc
 from contextlib import redirect_stderr
 from pathlib import Path
@@ -212,3 +215,26 @@ def test_a_store_that_cannot_be_made_is_one_clear_error(tmp_path: Path) -> None:
     not_a_directory.write_text("")
     with pytest.raises(StoreError, match=r"set TMPDIR to a directory with room"):
         Store(directory=str(not_a_directory))
+
+
+def test_sigterm_removes_the_store(tmp_path: Path) -> None:
+    """A run ended by SIGTERM leaves no database behind in TMPDIR (exit 130, as Ctrl-C)."""
+    capture = tmp_path / "many.pcap"
+    script = ROOT / "bench" / "make_many_calls.py"
+    made = subprocess.run([sys.executable, str(script), "--calls", "20000", "--out", str(capture)])
+    assert made.returncode == 0
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp)}
+    command = [sys.executable, "-m", "agentshark", "analyze", str(capture), "--format", "json"]
+    command += ["-o", str(tmp_path / "out.json"), "--jobs", "1", "--keep-calls", "0"]
+    proc = subprocess.Popen(command, env=env, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not list(tmp.glob("agentshark-*")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert list(tmp.glob("agentshark-*")), "the store was never made"
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert b"interrupted" in err
+    assert list(tmp.glob("agentshark-*")) == []
